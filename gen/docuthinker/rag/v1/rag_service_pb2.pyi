@@ -1,0 +1,404 @@
+from docuthinker.rag.v1 import answers_pb2 as _answers_pb2
+from docuthinker.rag.v1 import documents_pb2 as _documents_pb2
+from google.api import annotations_pb2 as _annotations_pb2
+from google.api import httpbody_pb2 as _httpbody_pb2
+from google.rpc import status_pb2 as _status_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class FusionMethod(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FUSION_METHOD_UNSPECIFIED: _ClassVar[FusionMethod]
+    FUSION_METHOD_RRF: _ClassVar[FusionMethod]
+    FUSION_METHOD_SCORE: _ClassVar[FusionMethod]
+    FUSION_METHOD_DENSE_ONLY: _ClassVar[FusionMethod]
+    FUSION_METHOD_KEYWORD_ONLY: _ClassVar[FusionMethod]
+FUSION_METHOD_UNSPECIFIED: FusionMethod
+FUSION_METHOD_RRF: FusionMethod
+FUSION_METHOD_SCORE: FusionMethod
+FUSION_METHOD_DENSE_ONLY: FusionMethod
+FUSION_METHOD_KEYWORD_ONLY: FusionMethod
+
+class UploadDocumentRequest(_message.Message):
+    __slots__ = ("filename", "file")
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    filename: str
+    file: _httpbody_pb2.HttpBody
+    def __init__(self, filename: _Optional[str] = ..., file: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ...) -> None: ...
+
+class UploadDocumentResponse(_message.Message):
+    __slots__ = ("progress", "done", "error")
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    progress: _documents_pb2.IngestProgress
+    done: _documents_pb2.IngestResult
+    error: _status_pb2.Status
+    def __init__(self, progress: _Optional[_Union[_documents_pb2.IngestProgress, _Mapping]] = ..., done: _Optional[_Union[_documents_pb2.IngestResult, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+
+class IngestDocumentRequest(_message.Message):
+    __slots__ = ("filename", "file")
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    filename: str
+    file: _httpbody_pb2.HttpBody
+    def __init__(self, filename: _Optional[str] = ..., file: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ...) -> None: ...
+
+class IngestDocumentResponse(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: _documents_pb2.IngestResult
+    def __init__(self, result: _Optional[_Union[_documents_pb2.IngestResult, _Mapping]] = ...) -> None: ...
+
+class StreamUploadDocumentRequest(_message.Message):
+    __slots__ = ("header", "chunk")
+    class Header(_message.Message):
+        __slots__ = ("filename", "content_type", "size_bytes")
+        FILENAME_FIELD_NUMBER: _ClassVar[int]
+        CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+        SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+        filename: str
+        content_type: str
+        size_bytes: int
+        def __init__(self, filename: _Optional[str] = ..., content_type: _Optional[str] = ..., size_bytes: _Optional[int] = ...) -> None: ...
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    header: StreamUploadDocumentRequest.Header
+    chunk: bytes
+    def __init__(self, header: _Optional[_Union[StreamUploadDocumentRequest.Header, _Mapping]] = ..., chunk: _Optional[bytes] = ...) -> None: ...
+
+class StreamUploadDocumentResponse(_message.Message):
+    __slots__ = ("progress", "done", "error")
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    progress: _documents_pb2.IngestProgress
+    done: _documents_pb2.IngestResult
+    error: _status_pb2.Status
+    def __init__(self, progress: _Optional[_Union[_documents_pb2.IngestProgress, _Mapping]] = ..., done: _Optional[_Union[_documents_pb2.IngestResult, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+
+class ListDocumentsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListDocumentsResponse(_message.Message):
+    __slots__ = ("documents", "next_page_token", "total_size")
+    DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
+    documents: _containers.RepeatedCompositeFieldContainer[_documents_pb2.Document]
+    next_page_token: str
+    total_size: int
+    def __init__(self, documents: _Optional[_Iterable[_Union[_documents_pb2.Document, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...
+
+class GetDocumentRequest(_message.Message):
+    __slots__ = ("document_id",)
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    def __init__(self, document_id: _Optional[str] = ...) -> None: ...
+
+class GetDocumentResponse(_message.Message):
+    __slots__ = ("document",)
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    document: _documents_pb2.Document
+    def __init__(self, document: _Optional[_Union[_documents_pb2.Document, _Mapping]] = ...) -> None: ...
+
+class GetDocumentTextRequest(_message.Message):
+    __slots__ = ("document_id",)
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    def __init__(self, document_id: _Optional[str] = ...) -> None: ...
+
+class GetDocumentTextResponse(_message.Message):
+    __slots__ = ("document", "sections")
+    class Section(_message.Message):
+        __slots__ = ("page", "sheet_name", "heading_path", "text")
+        PAGE_FIELD_NUMBER: _ClassVar[int]
+        SHEET_NAME_FIELD_NUMBER: _ClassVar[int]
+        HEADING_PATH_FIELD_NUMBER: _ClassVar[int]
+        TEXT_FIELD_NUMBER: _ClassVar[int]
+        page: int
+        sheet_name: str
+        heading_path: _containers.RepeatedScalarFieldContainer[str]
+        text: str
+        def __init__(self, page: _Optional[int] = ..., sheet_name: _Optional[str] = ..., heading_path: _Optional[_Iterable[str]] = ..., text: _Optional[str] = ...) -> None: ...
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    SECTIONS_FIELD_NUMBER: _ClassVar[int]
+    document: _documents_pb2.Document
+    sections: _containers.RepeatedCompositeFieldContainer[GetDocumentTextResponse.Section]
+    def __init__(self, document: _Optional[_Union[_documents_pb2.Document, _Mapping]] = ..., sections: _Optional[_Iterable[_Union[GetDocumentTextResponse.Section, _Mapping]]] = ...) -> None: ...
+
+class DeleteDocumentRequest(_message.Message):
+    __slots__ = ("document_id",)
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    def __init__(self, document_id: _Optional[str] = ...) -> None: ...
+
+class DeleteDocumentResponse(_message.Message):
+    __slots__ = ("document_id", "chunks_removed")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    chunks_removed: int
+    def __init__(self, document_id: _Optional[str] = ..., chunks_removed: _Optional[int] = ...) -> None: ...
+
+class ReindexDocumentRequest(_message.Message):
+    __slots__ = ("document_id",)
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    def __init__(self, document_id: _Optional[str] = ...) -> None: ...
+
+class ReindexDocumentResponse(_message.Message):
+    __slots__ = ("document",)
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    document: _documents_pb2.Document
+    def __init__(self, document: _Optional[_Union[_documents_pb2.Document, _Mapping]] = ...) -> None: ...
+
+class SearchRequest(_message.Message):
+    __slots__ = ("query", "top_k", "document_ids", "fusion", "expand_with_graph")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    FUSION_FIELD_NUMBER: _ClassVar[int]
+    EXPAND_WITH_GRAPH_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    top_k: int
+    document_ids: _containers.RepeatedScalarFieldContainer[str]
+    fusion: FusionMethod
+    expand_with_graph: bool
+    def __init__(self, query: _Optional[str] = ..., top_k: _Optional[int] = ..., document_ids: _Optional[_Iterable[str]] = ..., fusion: _Optional[_Union[FusionMethod, str]] = ..., expand_with_graph: _Optional[bool] = ...) -> None: ...
+
+class SearchResponse(_message.Message):
+    __slots__ = ("results", "fusion")
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    FUSION_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[_answers_pb2.ScoredChunk]
+    fusion: FusionMethod
+    def __init__(self, results: _Optional[_Iterable[_Union[_answers_pb2.ScoredChunk, _Mapping]]] = ..., fusion: _Optional[_Union[FusionMethod, str]] = ...) -> None: ...
+
+class QueryRequest(_message.Message):
+    __slots__ = ("question", "top_k", "document_ids")
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    question: str
+    top_k: int
+    document_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, question: _Optional[str] = ..., top_k: _Optional[int] = ..., document_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class QueryResponse(_message.Message):
+    __slots__ = ("answer",)
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    answer: _answers_pb2.Answer
+    def __init__(self, answer: _Optional[_Union[_answers_pb2.Answer, _Mapping]] = ...) -> None: ...
+
+class StreamQueryRequest(_message.Message):
+    __slots__ = ("question", "top_k", "document_ids")
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    question: str
+    top_k: int
+    document_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, question: _Optional[str] = ..., top_k: _Optional[int] = ..., document_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RetrievalEvent(_message.Message):
+    __slots__ = ("chunks",)
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    chunks: _containers.RepeatedCompositeFieldContainer[_answers_pb2.ScoredChunk]
+    def __init__(self, chunks: _Optional[_Iterable[_Union[_answers_pb2.ScoredChunk, _Mapping]]] = ...) -> None: ...
+
+class StreamQueryResponse(_message.Message):
+    __slots__ = ("retrieval", "answer_delta", "citation", "done", "error")
+    RETRIEVAL_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_DELTA_FIELD_NUMBER: _ClassVar[int]
+    CITATION_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    retrieval: RetrievalEvent
+    answer_delta: str
+    citation: _answers_pb2.Citation
+    done: _answers_pb2.Answer
+    error: _status_pb2.Status
+    def __init__(self, retrieval: _Optional[_Union[RetrievalEvent, _Mapping]] = ..., answer_delta: _Optional[str] = ..., citation: _Optional[_Union[_answers_pb2.Citation, _Mapping]] = ..., done: _Optional[_Union[_answers_pb2.Answer, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+
+class AgentQueryRequest(_message.Message):
+    __slots__ = ("question", "top_k", "document_ids")
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    question: str
+    top_k: int
+    document_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, question: _Optional[str] = ..., top_k: _Optional[int] = ..., document_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AgentQueryResponse(_message.Message):
+    __slots__ = ("answer", "execution_summary")
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    answer: _answers_pb2.Answer
+    execution_summary: _answers_pb2.ExecutionSummary
+    def __init__(self, answer: _Optional[_Union[_answers_pb2.Answer, _Mapping]] = ..., execution_summary: _Optional[_Union[_answers_pb2.ExecutionSummary, _Mapping]] = ...) -> None: ...
+
+class StreamAgentQueryRequest(_message.Message):
+    __slots__ = ("question", "top_k", "document_ids")
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    question: str
+    top_k: int
+    document_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, question: _Optional[str] = ..., top_k: _Optional[int] = ..., document_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AgentNodeEvent(_message.Message):
+    __slots__ = ("step", "planned_queries", "chunks_retrieved", "draft_answer", "support_status")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    PLANNED_QUERIES_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_RETRIEVED_FIELD_NUMBER: _ClassVar[int]
+    DRAFT_ANSWER_FIELD_NUMBER: _ClassVar[int]
+    SUPPORT_STATUS_FIELD_NUMBER: _ClassVar[int]
+    step: _answers_pb2.AgentStep
+    planned_queries: _containers.RepeatedScalarFieldContainer[str]
+    chunks_retrieved: int
+    draft_answer: str
+    support_status: _answers_pb2.SupportStatus
+    def __init__(self, step: _Optional[_Union[_answers_pb2.AgentStep, _Mapping]] = ..., planned_queries: _Optional[_Iterable[str]] = ..., chunks_retrieved: _Optional[int] = ..., draft_answer: _Optional[str] = ..., support_status: _Optional[_Union[_answers_pb2.SupportStatus, str]] = ...) -> None: ...
+
+class StreamAgentQueryResponse(_message.Message):
+    __slots__ = ("node", "done", "error")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    node: AgentNodeEvent
+    done: AgentQueryResponse
+    error: _status_pb2.Status
+    def __init__(self, node: _Optional[_Union[AgentNodeEvent, _Mapping]] = ..., done: _Optional[_Union[AgentQueryResponse, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+
+class CrewAnalyzeRequest(_message.Message):
+    __slots__ = ("text", "document_id", "question")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    document_id: str
+    question: str
+    def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ..., question: _Optional[str] = ...) -> None: ...
+
+class CrewTaskOutput(_message.Message):
+    __slots__ = ("agent", "role", "output", "engine", "tools_used")
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_USED_FIELD_NUMBER: _ClassVar[int]
+    agent: str
+    role: str
+    output: str
+    engine: _answers_pb2.Engine
+    tools_used: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, agent: _Optional[str] = ..., role: _Optional[str] = ..., output: _Optional[str] = ..., engine: _Optional[_Union[_answers_pb2.Engine, _Mapping]] = ..., tools_used: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class CrewAnalyzeResponse(_message.Message):
+    __slots__ = ("tasks", "final_output", "usage")
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    FINAL_OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[CrewTaskOutput]
+    final_output: str
+    usage: _answers_pb2.Usage
+    def __init__(self, tasks: _Optional[_Iterable[_Union[CrewTaskOutput, _Mapping]]] = ..., final_output: _Optional[str] = ..., usage: _Optional[_Union[_answers_pb2.Usage, _Mapping]] = ...) -> None: ...
+
+class AnalyzeDocumentRequest(_message.Message):
+    __slots__ = ("text", "document_id", "question", "translate_lang", "sync_graph")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    TRANSLATE_LANG_FIELD_NUMBER: _ClassVar[int]
+    SYNC_GRAPH_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    document_id: str
+    question: str
+    translate_lang: str
+    sync_graph: bool
+    def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ..., question: _Optional[str] = ..., translate_lang: _Optional[str] = ..., sync_graph: _Optional[bool] = ...) -> None: ...
+
+class SentimentSummary(_message.Message):
+    __slots__ = ("label", "score", "confidence")
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    label: str
+    score: float
+    confidence: float
+    def __init__(self, label: _Optional[str] = ..., score: _Optional[float] = ..., confidence: _Optional[float] = ...) -> None: ...
+
+class AnalyzeDocumentResponse(_message.Message):
+    __slots__ = ("document_id", "overview", "topics", "qa_answer", "supporting_context", "crew_analysis", "citations", "steps_run", "sentiment", "translation", "translation_error")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    OVERVIEW_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    QA_ANSWER_FIELD_NUMBER: _ClassVar[int]
+    SUPPORTING_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    CREW_ANALYSIS_FIELD_NUMBER: _ClassVar[int]
+    CITATIONS_FIELD_NUMBER: _ClassVar[int]
+    STEPS_RUN_FIELD_NUMBER: _ClassVar[int]
+    SENTIMENT_FIELD_NUMBER: _ClassVar[int]
+    TRANSLATION_FIELD_NUMBER: _ClassVar[int]
+    TRANSLATION_ERROR_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    overview: str
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    qa_answer: str
+    supporting_context: _containers.RepeatedScalarFieldContainer[str]
+    crew_analysis: CrewAnalyzeResponse
+    citations: _containers.RepeatedCompositeFieldContainer[_answers_pb2.Citation]
+    steps_run: _containers.RepeatedScalarFieldContainer[str]
+    sentiment: SentimentSummary
+    translation: str
+    translation_error: _status_pb2.Status
+    def __init__(self, document_id: _Optional[str] = ..., overview: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., qa_answer: _Optional[str] = ..., supporting_context: _Optional[_Iterable[str]] = ..., crew_analysis: _Optional[_Union[CrewAnalyzeResponse, _Mapping]] = ..., citations: _Optional[_Iterable[_Union[_answers_pb2.Citation, _Mapping]]] = ..., steps_run: _Optional[_Iterable[str]] = ..., sentiment: _Optional[_Union[SentimentSummary, _Mapping]] = ..., translation: _Optional[str] = ..., translation_error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+
+class StreamAnalyzeDocumentRequest(_message.Message):
+    __slots__ = ("text", "document_id", "question", "translate_lang", "sync_graph")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    TRANSLATE_LANG_FIELD_NUMBER: _ClassVar[int]
+    SYNC_GRAPH_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    document_id: str
+    question: str
+    translate_lang: str
+    sync_graph: bool
+    def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ..., question: _Optional[str] = ..., translate_lang: _Optional[str] = ..., sync_graph: _Optional[bool] = ...) -> None: ...
+
+class AnalysisNodeEvent(_message.Message):
+    __slots__ = ("node", "summary", "duration_ms")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    summary: str
+    duration_ms: float
+    def __init__(self, node: _Optional[str] = ..., summary: _Optional[str] = ..., duration_ms: _Optional[float] = ...) -> None: ...
+
+class StreamAnalyzeDocumentResponse(_message.Message):
+    __slots__ = ("node", "done", "error")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    node: AnalysisNodeEvent
+    done: AnalyzeDocumentResponse
+    error: _status_pb2.Status
+    def __init__(self, node: _Optional[_Union[AnalysisNodeEvent, _Mapping]] = ..., done: _Optional[_Union[AnalyzeDocumentResponse, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,56 @@
+"""Mesh-wide configuration, read from environment variables in one place.
+
+Every variable is listed in the README's configuration table. Service-specific settings
+live next to their service (e.g. ``services.rag.settings``) and use the same prefix.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SERVICE_NAMES = ("orchestrator", "rag", "nlp", "graph")
+
+
+class MeshSettings(BaseSettings):
+    """Addresses, data location and runtime behaviour shared by every process."""
+
+    model_config = SettingsConfigDict(env_prefix="DOCUTHINKER_", frozen=True, extra="ignore")
+
+    host: str = "127.0.0.1"
+    """Interface the services bind to and dial each other on."""
+    orchestrator_port: int = 50050
+    rag_port: int = 50051
+    nlp_port: int = 50052
+    graph_port: int = 50053
+    gateway_port: int = 8080
+    """Envoy's public listener (REST and gRPC)."""
+    gateway_admin_port: int = 9901
+    """Envoy admin interface, bound to 127.0.0.1 only."""
+    data_dir: pathlib.Path = pathlib.Path("data")
+    """Root of every embedded store (SQLite, Chroma, FAISS, BM25, graph)."""
+    log_dir: pathlib.Path = pathlib.Path("logs")
+    """Where ``make run`` writes one log per process."""
+    log_level: str = "INFO"
+    default_tenant: str = "default"
+    """Tenant used when a request carries no ``x-tenant-id`` metadata."""
+    shutdown_grace_s: float = Field(default=5.0, ge=0)
+    """How long in-flight RPCs may run after SIGTERM before they are cancelled."""
+    downstream_timeout_s: float = Field(default=30.0, gt=0)
+    """Deadline for calls to other services when the caller set none."""
+    max_message_bytes: int = 64 * 1024 * 1024
+    """gRPC message size limit; uploads are bounded separately by the RAG service."""
+
+    def port_of(self, service: str) -> int:
+        return int(getattr(self, f"{service}_port"))
+
+    def address_of(self, service: str) -> str:
+        return f"{self.host}:{self.port_of(service)}"
+
+
+@lru_cache(maxsize=1)
+def mesh_settings() -> MeshSettings:
+    return MeshSettings()

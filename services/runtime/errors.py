@@ -1,0 +1,136 @@
+"""Domain errors and their mapping to ``google.rpc.Status`` (AIP-193).
+
+Domain code raises these; the server interceptor turns them into a gRPC status whose
+``grpc-status-details-bin`` trailer carries ``ErrorInfo`` and ``BadRequest`` details,
+which Envoy's transcoder renders as the JSON body of the HTTP error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+
+ERROR_DOMAIN = "docuthinker.dev"
+
+
+@dataclass(frozen=True)
+class FieldViolation:
+    field: str
+    description: str
+
+
+@dataclass
+class DomainError(Exception):
+    """A failure the caller can act on; ``reason`` is a stable UPPER_SNAKE identifier."""
+
+    message: str
+    reason: str = "ERROR"
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    violations: Sequence[FieldViolation] = ()
+    code: grpc.StatusCode = grpc.StatusCode.UNKNOWN
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_status_proto(self) -> status_pb2.Status:
+        details = []
+        info = error_details_pb2.ErrorInfo(reason=self.reason, domain=ERROR_DOMAIN, metadata=dict(self.metadata))
+        details.append(_pack(info))
+        if self.violations:
+            bad = error_details_pb2.BadRequest(
+                field_violations=[
+                    error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                    for v in self.violations
+                ]
+            )
+            details.append(_pack(bad))
+        return status_pb2.Status(code=self.code.value[0], message=self.message, details=details)
+
+
+def _pack(message) -> any_pb2.Any:
+    packed = any_pb2.Any()
+    packed.Pack(message)
+    return packed
+
+
+def _kind(code: grpc.StatusCode, default_reason: str):
+    class _Error(DomainError):
+        def __init__(
+            self,
+            message: str,
+            reason: str = default_reason,
+            metadata: Mapping[str, str] | None = None,
+            violations: Sequence[FieldViolation] = (),
+        ) -> None:
+            super().__init__(message, reason, dict(metadata or {}), tuple(violations), code)
+
+    return _Error
+
+
+class InvalidArgument(_kind(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT")):
+    """The request is malformed; usually carries field violations."""
+
+
+class NotFound(_kind(grpc.StatusCode.NOT_FOUND, "NOT_FOUND")):
+    """The named resource does not exist for this tenant."""
+
+
+class AlreadyExists(_kind(grpc.StatusCode.ALREADY_EXISTS, "ALREADY_EXISTS")):
+    """The resource already exists."""
+
+
+class FailedPrecondition(_kind(grpc.StatusCode.FAILED_PRECONDITION, "FAILED_PRECONDITION")):
+    """The system is not in a state to serve this request (e.g. no provider configured)."""
+
+
+class ResourceExhausted(_kind(grpc.StatusCode.RESOURCE_EXHAUSTED, "RESOURCE_EXHAUSTED")):
+    """A size, quota or budget limit was exceeded."""
+
+
+class Unavailable(_kind(grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")):
+    """A dependency is down; retrying later may succeed."""
+
+
+class DeadlineExceeded(_kind(grpc.StatusCode.DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED")):
+    """The operation ran out of time."""
+
+
+class Unimplemented(_kind(grpc.StatusCode.UNIMPLEMENTED, "UNIMPLEMENTED")):
+    """The operation is not available in this build."""
+
+
+class Internal(_kind(grpc.StatusCode.INTERNAL, "INTERNAL")):
+    """A bug: logged with its traceback, reported without it."""
+
+
+def require(condition: bool, field_name: str, description: str) -> None:
+    """Raises InvalidArgument with one field violation unless ``condition`` holds."""
+    if not condition:
+        raise InvalidArgument(
+            f"invalid {field_name}: {description}",
+            violations=[FieldViolation(field_name, description)],
+        )
+
+
+def status_from_exception(exc: BaseException) -> status_pb2.Status:
+    """The in-band ``google.rpc.Status`` for any exception (domain or not)."""
+    if isinstance(exc, DomainError):
+        return exc.to_status_proto()
+    if isinstance(exc, grpc.aio.AioRpcError):
+        return status_pb2.Status(code=exc.code().value[0], message=exc.details() or "")
+    return status_pb2.Status(code=code_pb2.INTERNAL, message="internal error")
+
+
+def from_rpc_error(exc: grpc.aio.AioRpcError, service: str) -> DomainError:
+    """Re-raises a downstream failure as a domain error, keeping its code."""
+    code = exc.code()
+    message = f"{service}: {exc.details() or code.name}"
+    error = DomainError(message, reason=code.name, code=code)
+    return error

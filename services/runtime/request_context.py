@@ -1,0 +1,49 @@
+"""Per-request values carried through async code with contextvars.
+
+Set by the server interceptor for each RPC; read by domain code (tenant scoping) and by
+the client interceptor (propagation of request id, tenant and remaining deadline).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+import time
+from dataclasses import dataclass
+
+TENANT_HEADER = "x-tenant-id"
+REQUEST_ID_HEADER = "x-request-id"
+TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    request_id: str
+    tenant: str
+    # time.monotonic() at which the caller's deadline expires; None when it set none.
+    deadline: float | None = None
+
+    def time_remaining(self) -> float | None:
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - time.monotonic())
+
+
+_current: contextvars.ContextVar[RequestContext | None] = contextvars.ContextVar("docuthinker_request", default=None)
+
+
+def current() -> RequestContext | None:
+    return _current.get()
+
+
+def current_tenant(default: str = "default") -> str:
+    ctx = _current.get()
+    return ctx.tenant if ctx else default
+
+
+def bind(ctx: RequestContext) -> contextvars.Token:
+    return _current.set(ctx)
+
+
+def unbind(token: contextvars.Token) -> None:
+    _current.reset(token)

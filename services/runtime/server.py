@@ -1,0 +1,108 @@
+"""The one gRPC server bootstrap used by every service.
+
+``create_server`` binds a ``grpc.aio`` server with the standard health service, server
+reflection and the mesh interceptors; ``serve`` runs it until SIGTERM/SIGINT, then shuts
+down gracefully: health NOT_SERVING first, then drain in-flight RPCs for the grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from services.runtime import logs
+from services.runtime.config import MeshSettings
+from services.runtime.interceptors import ServerInterceptor
+
+log = logging.getLogger("docuthinker.server")
+
+
+@dataclass
+class ServiceBinding:
+    """What a service contributes to the server: its registrations and lifecycle hooks."""
+
+    name: str
+    """Short name, e.g. "rag"; used in logs."""
+    full_names: Sequence[str]
+    """Fully qualified gRPC service names, for health and reflection."""
+    register: Callable[[grpc.aio.Server], None]
+    """Adds the servicers to the server."""
+    on_start: Callable[[], Awaitable[None]] | None = None
+    on_stop: Callable[[], Awaitable[None]] | None = None
+    extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = field(default_factory=tuple)
+
+
+@dataclass
+class RunningServer:
+    server: grpc.aio.Server
+    port: int
+    health: health.aio.HealthServicer
+    binding: ServiceBinding
+
+    async def set_serving(self, serving: bool) -> None:
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        for name in ("", *self.binding.full_names):
+            await self.health.set(name, status)
+
+    async def stop(self, grace: float) -> None:
+        await self.set_serving(False)
+        await self.server.stop(grace)
+        if self.binding.on_stop is not None:
+            await self.binding.on_stop()
+
+
+async def create_server(binding: ServiceBinding, settings: MeshSettings, port: int | None = None) -> RunningServer:
+    """Builds, binds and starts the server; ``port=0`` picks a free port (tests)."""
+    server = grpc.aio.server(
+        interceptors=[ServerInterceptor(binding.name, settings.default_tenant), *binding.extra_interceptors],
+        options=[
+            ("grpc.max_receive_message_length", settings.max_message_bytes),
+            ("grpc.max_send_message_length", settings.max_message_bytes),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    binding.register(server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        [*binding.full_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
+        server,
+    )
+    bind_port = settings.port_of(binding.name) if port is None else port
+    bound = server.add_insecure_port(f"{settings.host}:{bind_port}")
+    if bound == 0:
+        raise RuntimeError(f"{binding.name}: cannot bind {settings.host}:{bind_port}")
+    if binding.on_start is not None:
+        await binding.on_start()
+    await server.start()
+    running = RunningServer(server, bound, health_servicer, binding)
+    await running.set_serving(True)
+    return running
+
+
+async def _serve(binding: ServiceBinding, settings: MeshSettings) -> None:
+    running = await create_server(binding, settings)
+    log.info("serving", extra={"fields": {"address": f"{settings.host}:{running.port}"}})
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down", extra={"fields": {"grace_s": settings.shutdown_grace_s}})
+    await running.stop(settings.shutdown_grace_s)
+    log.info("stopped")
+
+
+def serve(make_binding: Callable[[MeshSettings], ServiceBinding], settings: MeshSettings | None = None) -> None:
+    """Entry point of a service process."""
+    settings = settings or MeshSettings()
+    binding = make_binding(settings)
+    logs.configure(binding.name, settings.log_level)
+    asyncio.run(_serve(binding, settings))
