@@ -42,7 +42,9 @@ class MeshSettings(BaseSettings):
     downstream_timeout_s: float = Field(default=30.0, gt=0)
     """Deadline for calls to other services when the caller set none."""
     max_message_bytes: int = 64 * 1024 * 1024
-    """gRPC message size limit; uploads are bounded separately by the RAG service."""
+    """gRPC message size limit (uploads are bounded by ``max_upload_bytes``)."""
+    max_upload_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
+    """Largest accepted document: Envoy answers 413 above it, the RAG service RESOURCE_EXHAUSTED."""
 
     def port_of(self, service: str) -> int:
         return int(getattr(self, f"{service}_port"))

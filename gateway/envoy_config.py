@@ -1,0 +1,232 @@
+"""Renders Envoy's configuration for the mesh from the contracts and the mesh settings.
+
+Routes are derived from the descriptor set (``make proto`` writes gateway/docuthinker.pb), so
+a new RPC needs no hand-written route: streams get an unbounded timeout, unary calls a
+bounded one, and only idempotent unary calls (HTTP GET, or pure computations listed in
+IDEMPOTENT_POST) are retried by Envoy.
+
+    python -m gateway.envoy_config --out gateway/envoy.yaml   # render with the current env
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+from dataclasses import dataclass
+
+import yaml
+from google.api import annotations_pb2
+from google.protobuf import descriptor_pb2
+
+from services.runtime.config import SERVICE_NAMES, MeshSettings
+
+GATEWAY_DIR = pathlib.Path(__file__).resolve().parent
+DESCRIPTOR_SET = GATEWAY_DIR / "docuthinker.pb"
+UNARY_TIMEOUT_S = 120
+# Read-only or pure POST calls that are safe to retry.
+IDEMPOTENT_POST = frozenset(
+    {
+        "Search",
+        "QueryGraph",
+        "ComputeAnalytics",
+        "ExtractEntities",
+        "AnalyzeSentiment",
+        "ExtractTopics",
+        "CheckTokens",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Method:
+    service: str  # fully qualified, e.g. docuthinker.rag.v1.RagService
+    name: str
+    server_streaming: bool
+    client_streaming: bool
+    http_get: bool
+
+    @property
+    def grpc_path(self) -> str:
+        return f"/{self.service}/{self.name}"
+
+    @property
+    def streaming(self) -> bool:
+        return self.server_streaming or self.client_streaming
+
+    @property
+    def idempotent(self) -> bool:
+        return not self.streaming and (self.http_get or self.name in IDEMPOTENT_POST)
+
+
+def load_methods(descriptor_set: pathlib.Path = DESCRIPTOR_SET) -> dict[str, list[Method]]:
+    """Methods of each mesh service, keyed by short service name (rag, nlp, ...)."""
+    fds = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set.read_bytes())
+    methods: dict[str, list[Method]] = {}
+    for file in fds.file:
+        if not file.package.startswith("docuthinker."):
+            continue
+        short = file.package.split(".")[1]
+        for service in file.service:
+            full = f"{file.package}.{service.name}"
+            for m in service.method:
+                rule = m.options.Extensions[annotations_pb2.http]
+                methods.setdefault(short, []).append(
+                    Method(full, m.name, m.server_streaming, m.client_streaming, bool(rule.get))
+                )
+    return methods
+
+
+def _routes(service: str, methods: list[Method]) -> list[dict]:
+    routes = []
+    for method in methods:
+        route: dict = {"cluster": service}
+        if method.streaming:
+            route["timeout"] = "0s"
+            route["idle_timeout"] = "300s"
+            route["max_stream_duration"] = {"grpc_timeout_header_max": "0s"}
+        else:
+            route["timeout"] = f"{UNARY_TIMEOUT_S}s"
+            route["max_stream_duration"] = {"grpc_timeout_header_max": f"{UNARY_TIMEOUT_S}s"}
+            if method.idempotent:
+                route["retry_policy"] = {
+                    "retry_on": "connect-failure,refused-stream,unavailable,reset",
+                    "num_retries": 2,
+                    "per_try_timeout": f"{UNARY_TIMEOUT_S // 3}s",
+                    "retry_back_off": {"base_interval": "0.1s", "max_interval": "1s"},
+                }
+        routes.append({"match": {"path": method.grpc_path}, "route": route, "name": method.grpc_path})
+    return routes
+
+
+def _cluster(service: str, settings: MeshSettings, health_service: str) -> dict:
+    return {
+        "name": service,
+        "type": "STATIC",
+        "connect_timeout": "1s",
+        "load_assignment": {
+            "cluster_name": service,
+            "endpoints": [
+                {
+                    "lb_endpoints": [
+                        {
+                            "endpoint": {
+                                "address": {
+                                    "socket_address": {"address": settings.host, "port_value": settings.port_of(service)}
+                                }
+                            }
+                        }
+                    ]
+                }
+            ],
+        },
+        "typed_extension_protocol_options": {
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+                "explicit_http_config": {"http2_protocol_options": {}},
+            }
+        },
+        "health_checks": [
+            {
+                "timeout": "1s",
+                "interval": "2s",
+                "no_traffic_interval": "2s",
+                "unhealthy_threshold": 1,
+                "healthy_threshold": 1,
+                "grpc_health_check": {"service_name": health_service},
+            }
+        ],
+        # With its only host unhealthy, fail fast with 503 instead of Envoy's panic routing.
+        "common_lb_config": {"healthy_panic_threshold": {"value": 0}},
+    }
+
+
+def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET) -> dict:
+    methods = load_methods(descriptor_set)
+    full_names = {short: ms[0].service for short, ms in methods.items()}
+    routes = [r for service in SERVICE_NAMES for r in _routes(service, methods[service])]
+    transcoder = {
+        "name": "envoy.filters.http.grpc_json_transcoder",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder",
+            "proto_descriptor": str(descriptor_set),
+            "services": [full_names[s] for s in SERVICE_NAMES],
+            "convert_grpc_status": True,
+            "print_options": {
+                "add_whitespace": False,
+                "always_print_primitive_fields": True,
+                "preserve_proto_field_names": True,
+                "stream_sse_style_delimited": True,
+            },
+            "request_validation_options": {
+                "reject_unknown_method": True,
+                "reject_unknown_query_parameters": True,
+            },
+            # JSON requests are small; raw uploads are bounded by the upload limit.
+            "max_request_body_size": settings.max_upload_bytes,
+            "max_response_body_size": 64 * 1024 * 1024,
+        },
+    }
+    listener = {
+        "name": "public",
+        "address": {"socket_address": {"address": settings.host, "port_value": settings.gateway_port}},
+        "filter_chains": [
+            {
+                "filters": [
+                    {
+                        "name": "envoy.filters.network.http_connection_manager",
+                        "typed_config": {
+                            "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                            "stat_prefix": "ingress",
+                            "codec_type": "AUTO",
+                            "stream_idle_timeout": "300s",
+                            "access_log": [
+                                {
+                                    "name": "envoy.access_loggers.stdout",
+                                    "typed_config": {
+                                        "@type": "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog"
+                                    },
+                                }
+                            ],
+                            "route_config": {
+                                "name": "docuthinker",
+                                "virtual_hosts": [{"name": "docuthinker", "domains": ["*"], "routes": routes}],
+                            },
+                            "http_filters": [
+                                transcoder,
+                                {
+                                    "name": "envoy.filters.http.router",
+                                    "typed_config": {
+                                        "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+                                    },
+                                },
+                            ],
+                        },
+                    }
+                ]
+            }
+        ],
+    }
+    return {
+        "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": settings.gateway_admin_port}}},
+        "static_resources": {
+            "listeners": [listener],
+            "clusters": [_cluster(s, settings, full_names[s]) for s in SERVICE_NAMES],
+        },
+    }
+
+
+def write(path: pathlib.Path, settings: MeshSettings) -> pathlib.Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(render(settings), sort_keys=False))
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Render Envoy's config for the DocuThinker mesh.")
+    parser.add_argument("--out", type=pathlib.Path, default=GATEWAY_DIR / "envoy.yaml")
+    args = parser.parse_args()
+    print(write(args.out, MeshSettings()))
+
+
+if __name__ == "__main__":
+    main()

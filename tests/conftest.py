@@ -1,0 +1,33 @@
+"""Shared fixtures. ``mesh`` starts the real mesh (four service processes and Envoy) once per session."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+
+SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture(scope="session")
+def mesh(tmp_path_factory):
+    from services.launcher.mesh import Mesh
+
+    root = tmp_path_factory.mktemp("mesh")
+    extra = {"DOCUTHINKER_SHUTDOWN_GRACE_S": "2"}
+    with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True, extra_env=extra) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> pathlib.Path:
+    """../shared beside the checkout (evaluation data and real-world fixtures; CI has it)."""
+    if not SHARED.is_dir():
+        pytest.fail(f"{SHARED} is missing: CI-only tests need ../shared beside the checkout")
+    return SHARED
