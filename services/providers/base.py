@@ -74,6 +74,15 @@ class GenerationRequest:
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens of one call, in Anthropic's accounting, and what they cost.
+
+    ``input_tokens`` are the input tokens billed at the full input price, i.e. NOT read from
+    or written to the prompt cache; the total prompt is ``input_tokens + cache_read_tokens +
+    cache_write_tokens`` (``prompt_tokens`` below). Vendors that report the total prompt
+    (OpenAI ``prompt_tokens``, Gemini ``prompt_token_count``) are mapped onto this by
+    subtracting their cached count.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
@@ -88,6 +97,10 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
             self.cost_usd + other.cost_usd,
         )
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
 
 @dataclass(frozen=True)
@@ -123,7 +136,7 @@ class ProviderError(Exception):
     message: str
     retryable: bool
     kind: str = "unknown"
-    """rate_limited, provider_down, timeout, context_overflow, bad_response, auth, unknown."""
+    """rate_limited, provider_down, timeout, context_overflow, bad_response, auth, invalid_request, unknown."""
     retry_after_s: float | None = None
     status_code: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
