@@ -1,0 +1,161 @@
+"""The offline answer engine: the best-supported sentences of the retrieved chunks, each cited.
+
+Every sentence of every retrieved chunk is a candidate, scored against the question by MiniLM
+cosine similarity and by the share of the question's content terms it contains; planted
+instructions are never candidates. The best sentence answers, a close runner-up may join it,
+and when even the best is too weak the answer is the fixed refusal sentence. Citations carry
+exact offsets in the page text: ``provenance.char_start`` + the sentence's offset in the chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from services.rag.answers import lexical
+from services.rag.answers.injection import is_instruction
+from services.rag.answers.model import REFUSAL, AnswerSentence, Citation, GroundedAnswer, SupportStatus
+from services.rag.answers.sentences import Span, split_sentences
+from services.rag.answers.spans import short_answer
+from services.rag.answers.support import answer_status, confidence_note
+from services.rag.retrieval import RetrievedChunk
+from services.rag.retrieval.ports import QueryEncoder
+
+ABSTAIN_THRESHOLD = 0.5
+"""Best-sentence score under which the engine abstains (placeholder until calibrated)."""
+
+
+@dataclass(frozen=True)
+class ExtractiveConfig:
+    abstain_threshold: float = ABSTAIN_THRESHOLD
+    cosine_weight: float = 0.5
+    """Weight of MiniLM cosine similarity; the question-term coverage gets the rest."""
+    max_sentences: int = 2
+    runner_up_margin: float = 0.03
+    """A second sentence joins the answer only when it scores within this of the best."""
+    min_words: int = 3
+    """Shorter fragments (headings, table labels) are not answers on their own."""
+
+
+@dataclass(frozen=True)
+class ScoredSentence:
+    retrieved: RetrievedChunk
+    span: Span
+    """Offsets inside the chunk text."""
+    score: float
+    cosine: float
+    coverage: float
+
+    @property
+    def page_start(self) -> int:
+        return self.retrieved.chunk.provenance.char_start + self.span.start
+
+    @property
+    def page_end(self) -> int:
+        return self.retrieved.chunk.provenance.char_start + self.span.end
+
+
+class ExtractiveAnswerer:
+    def __init__(self, encoder: QueryEncoder, config: ExtractiveConfig | None = None) -> None:
+        self._encoder = encoder
+        self.config = config or ExtractiveConfig()
+
+    def rank(self, question: str, retrieved: Sequence[RetrievedChunk]) -> list[ScoredSentence]:
+        """Candidate sentences, best first, one per distinct page span (chunk overlaps repeat them)."""
+        candidates: list[tuple[RetrievedChunk, Span]] = []
+        seen: set[tuple[str, int, int]] = set()
+        for hit in retrieved:
+            p = hit.chunk.provenance
+            for span in split_sentences(hit.chunk.text):
+                key = (p.document_id, p.section_index, p.char_start + span.start)
+                if key in seen or len(lexical.tokens(span.text)) < self.config.min_words or is_instruction(span.text):
+                    continue
+                seen.add(key)
+                candidates.append((hit, span))
+        if not candidates:
+            return []
+        vectors = self._encoder.encode([question, *(span.text for _, span in candidates)])
+        cosines = np.asarray(vectors[1:] @ vectors[0], dtype=float)
+        terms = lexical.content_terms(question)
+        w = self.config.cosine_weight
+        scored = []
+        for (hit, span), cosine in zip(candidates, cosines, strict=True):
+            cover = lexical.coverage(terms, lexical.content_terms(span.text))
+            scored.append(ScoredSentence(hit, span, w * max(float(cosine), 0.0) + (1 - w) * cover, float(cosine), cover))
+        scored.sort(key=lambda s: -s.score)
+        return scored
+
+    def select(self, ranked: Sequence[ScoredSentence]) -> list[ScoredSentence]:
+        """The answer's sentences (in page order), or [] to abstain."""
+        if not ranked or ranked[0].score < self.config.abstain_threshold:
+            return []
+        best = ranked[0]
+        chosen = [best]
+        for other in ranked[1 : self.config.max_sentences]:
+            if other.score >= best.score - self.config.runner_up_margin:
+                chosen.append(other)
+        return sorted(chosen, key=lambda s: (s.retrieved.chunk.document_id, s.page_start))
+
+    def answer(
+        self, question: str, retrieved: Sequence[RetrievedChunk], *, flagged: bool = False
+    ) -> GroundedAnswer:
+        chosen = self.select(self.rank(question, retrieved))
+        return compose([(question, chosen)], question, retrieved, flagged=flagged)
+
+
+def citation_for(marker: int, sentence: ScoredSentence) -> Citation:
+    return Citation(
+        marker=marker,
+        chunk=sentence.retrieved.chunk,
+        char_start=sentence.page_start,
+        char_end=sentence.page_end,
+        excerpt=sentence.span.text,
+        score=sentence.score,
+    )
+
+
+def compose(
+    parts: Sequence[tuple[str, Sequence[ScoredSentence]]],
+    question: str,
+    retrieved: Sequence[RetrievedChunk],
+    *,
+    flagged: bool = False,
+) -> GroundedAnswer:
+    """One answer from the chosen sentences of each part (a part with none is unanswered)."""
+    citations: list[Citation] = []
+    sentences: list[AnswerSentence] = []
+    unanswered = [sub for sub, chosen in parts if not chosen]
+    for part, (_, chosen) in enumerate(parts):
+        for sentence in chosen:
+            marker = len(citations) + 1
+            citations.append(citation_for(marker, sentence))
+            sentences.append(AnswerSentence(_one_line(sentence.span.text), (marker,), True, sentence.score, part))
+    status = answer_status([True] * len(sentences), unanswered_parts=len(unanswered))
+    if not sentences:
+        text = REFUSAL
+    else:
+        text = " ".join(f"{s.text} [{s.markers[0]}]" for s in sentences)
+        if unanswered and len(parts) > 1:
+            text += " " + REFUSAL.replace("this question", "the rest of the question")
+    short = ""
+    if len(parts) == 1 and parts[0][1]:
+        best = max(parts[0][1], key=lambda s: s.score)
+        found = short_answer(parts[0][0], best.span.text)
+        short = found.text if found else best.span.text
+    note = confidence_note(status, unanswered=unanswered if len(parts) > 1 else (), flagged=flagged)
+    return GroundedAnswer(
+        question=question,
+        answer=text,
+        citations=tuple(citations),
+        retrieved=tuple(retrieved),
+        support_status=status if sentences else SupportStatus.INSUFFICIENT,
+        confidence_note=note,
+        sentences=tuple(sentences),
+        short_answer=short,
+    )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,66 @@
+"""Lexical evidence: content terms (stemmed, stop words removed), coverage, numbers and negation.
+
+Used next to embedding similarity because MiniLM alone happily matches "founded in 1998"
+with "founded in 2001": exact terms and numbers are what a reader checks first.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from functools import lru_cache
+
+_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NEGATION = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot"})
+_QUESTION_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "does", "did", "do"})
+
+_stem_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    # Negations carry meaning for support checks; numbers words are kept as content.
+    return frozenset(STOP_WORDS) - _NEGATION - {"first", "second", "third", "one", "two", "three"}
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    with _stem_lock:
+        return _stemmer().stemWord(word)
+
+
+def tokens(text: str) -> list[str]:
+    return [m.group(0).lower().replace("’", "'") for m in _WORD.finditer(text)]
+
+
+def content_terms(text: str) -> frozenset[str]:
+    """Stemmed words that carry meaning (no stop words, no question words)."""
+    stop = _stop_words()
+    return frozenset(_stem(t.split("'")[0]) for t in tokens(text) if t not in stop and t not in _QUESTION_WORDS)
+
+
+def coverage(needed: frozenset[str], available: Iterable[str] | frozenset[str]) -> float:
+    """Share of ``needed`` terms present in ``available`` (1.0 when nothing is needed)."""
+    if not needed:
+        return 1.0
+    have = available if isinstance(available, frozenset) else frozenset(available)
+    return len(needed & have) / len(needed)
+
+
+def numbers(text: str) -> frozenset[str]:
+    return frozenset(n.replace(",", "") for n in _NUMBER.findall(text))
+
+
+def negated(text: str) -> bool:
+    return any(t in _NEGATION or t.endswith("n't") for t in tokens(text))

@@ -1,0 +1,111 @@
+"""Sentence spans of a text, with exact character offsets.
+
+spaCy's rule-based sentencizer finds sentence ends inside prose; line structure is handled
+first, because extracted documents carry it: blank lines end paragraphs, list items and table
+rows are units of their own, while a hard line wrap inside a PDF sentence is not a boundary.
+Every span satisfies ``text[start:end] == span.text``, which is what exact citations rest on.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•▪‣◦]|\d{1,3}[.)]|[a-zA-Z][.)])\s+")
+_TABLE_ROW = re.compile(r"\t|\s\|\s|^\s*\|")
+_CLOSES_LINE = re.compile(r"[.!?:;)\]\"']\s*$")
+_TRIM_LEADING = re.compile(r"^(?:\s|[-*•▪‣◦]\s|\d{1,3}[.)]\s|#+\s)+")
+_MAX_SENTENCE_CHARS = 600
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    text: str
+
+
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _sentencizer():
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def _blocks(text: str) -> list[tuple[int, int]]:
+    """Offsets of line blocks: paragraphs, list items and table rows; wrapped lines are joined."""
+    blocks: list[tuple[int, int]] = []
+    start = None
+    prev_line = ""
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        line_start, pos = pos, pos + len(line)
+        if not stripped:
+            if start is not None:
+                blocks.append((start, line_start))
+                start = None
+            prev_line = ""
+            continue
+        breaks = (
+            start is None
+            or _LIST_ITEM.match(line)
+            or _TABLE_ROW.search(line)
+            or _TABLE_ROW.search(prev_line)
+            or _CLOSES_LINE.search(prev_line)
+        )
+        if breaks:
+            if start is not None:
+                blocks.append((start, line_start))
+            start = line_start
+        prev_line = line
+    if start is not None:
+        blocks.append((start, len(text)))
+    return blocks
+
+
+def split_sentences(text: str) -> list[Span]:
+    """Non-empty sentence spans in text order, trimmed of whitespace and list markers."""
+    spans: list[Span] = []
+    nlp = _sentencizer()
+    for block_start, block_end in _blocks(text):
+        block = text[block_start:block_end]
+        with _lock:
+            doc = nlp(block)
+        for sent in doc.sents:
+            for start, end in _cap(block, sent.start_char, sent.end_char):
+                span = _trim(text, block_start + start, block_start + end)
+                if span is not None:
+                    spans.append(span)
+    return spans
+
+
+def _cap(block: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Very long "sentences" (tables flattened into one line, run-on lists) cut at word ends."""
+    pieces = []
+    while end - start > _MAX_SENTENCE_CHARS:
+        cut = block.rfind(" ", start, start + _MAX_SENTENCE_CHARS)
+        cut = cut if cut > start else start + _MAX_SENTENCE_CHARS
+        pieces.append((start, cut))
+        start = cut
+    pieces.append((start, end))
+    return pieces
+
+
+def _trim(text: str, start: int, end: int) -> Span | None:
+    piece = text[start:end]
+    lead = _TRIM_LEADING.match(piece)
+    if lead:
+        start += lead.end()
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end <= start or not any(ch.isalnum() for ch in text[start:end]):
+        return None
+    return Span(start, end, text[start:end])

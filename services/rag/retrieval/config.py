@@ -1,0 +1,44 @@
+"""Retrieval configuration: top_k, candidate depth and the measured default fusion."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from services.rag.retrieval.fusion import RRF_K, Normalisation, ScoreFusionConfig
+
+
+class FusionMethod(IntEnum):
+    """Values equal the ``docuthinker.rag.v1.FusionMethod`` numbers."""
+
+    RRF = 1
+    SCORE = 2
+    DENSE_ONLY = 3
+    KEYWORD_ONLY = 4
+
+
+# Chosen by bench/quality_bench.py on the SciFact train queries (see bench/results/): the
+# normalised score fusion below beat BM25 alone, dense alone and RRF; numbers in the README.
+DEFAULT_FUSION = FusionMethod.SCORE
+DEFAULT_SCORE_FUSION = ScoreFusionConfig(dense_weight=0.5, normalisation=Normalisation.MINMAX)
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    default_top_k: int = 6
+    """Chunks returned when the request leaves top_k at 0 (the seed's vector_top_k)."""
+    max_top_k: int = 50
+    """Largest top_k a request may ask for."""
+    candidate_factor: int = 2
+    """Each retriever returns top_k * candidate_factor candidates before fusion (the seed's topK*2)."""
+    min_candidates: int = 0
+    """Floor of the per-retriever candidate depth (0: exactly top_k * candidate_factor)."""
+    rrf_k: int = RRF_K
+    default_fusion: FusionMethod = DEFAULT_FUSION
+    score_fusion: ScoreFusionConfig = field(default_factory=lambda: DEFAULT_SCORE_FUSION)
+    graph_seed_documents: int = 2
+    """Best-ranked documents whose knowledge-graph neighbours are looked up."""
+    graph_related_limit: int = 3
+    """Related documents asked for per seed document."""
+    graph_extra_chunks: int = 3
+    """Chunks appended from related documents."""

@@ -1,0 +1,72 @@
+"""Small fakes at the retrieval port's boundary (unit tests only; integration tests use the real store)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from services.rag.documents import Chunk, Provenance, chunk_id_for
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class HashingEncoder:
+    """Bag-of-words vectors (hashed): texts sharing words are similar; deterministic and instant."""
+
+    dimension = 256
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in _WORD.findall(text.lower()):
+                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
+            norm = np.linalg.norm(out[row])
+            if norm:
+                out[row] /= norm
+        return out
+
+
+def make_chunk(tenant: str, document_id: str, text: str, ordinal: int = 0, filename: str = "doc.txt",
+               page: int = 1, char_start: int = 0) -> Chunk:
+    return Chunk(
+        chunk_id=chunk_id_for(tenant, document_id, ordinal),
+        tenant=tenant,
+        ordinal=ordinal,
+        text=text,
+        provenance=Provenance(document_id, filename, page, "", 0, 0, (), char_start, char_start + len(text), 0),
+    )
+
+
+class FakeIndex:
+    """Brute-force dense and keyword search over in-memory chunks, scoped by tenant like the real one."""
+
+    def __init__(self, chunks: Sequence[Chunk], encoder: HashingEncoder | None = None) -> None:
+        self.encoder = encoder or HashingEncoder()
+        self.chunks = {c.chunk_id: c for c in chunks}
+        self.vectors = {c.chunk_id: self.encoder.encode([c.text])[0] for c in chunks}
+        self.calls: list[tuple[str, str, int, tuple[str, ...] | None]] = []
+
+    def _candidates(self, tenant: str, document_ids: Sequence[str] | None) -> list[Chunk]:
+        return [c for c in self.chunks.values()
+                if c.tenant == tenant and (not document_ids or c.document_id in document_ids)]
+
+    def dense_search(self, tenant, query_vector, k, document_ids=None):
+        self.calls.append(("dense", tenant, k, tuple(document_ids) if document_ids else None))
+        scored = [(c.chunk_id, float(self.vectors[c.chunk_id] @ query_vector)) for c in self._candidates(tenant, document_ids)]
+        return sorted(scored, key=lambda x: -x[1])[:k]
+
+    def keyword_search(self, tenant, query, k, document_ids=None):
+        self.calls.append(("keyword", tenant, k, tuple(document_ids) if document_ids else None))
+        words = set(_WORD.findall(query.lower()))
+        scored = []
+        for c in self._candidates(tenant, document_ids):
+            overlap = len(words & set(_WORD.findall(c.text.lower())))
+            if overlap:
+                scored.append((c.chunk_id, float(overlap)))
+        return sorted(scored, key=lambda x: -x[1])[:k]
+
+    def get_chunks(self, tenant, ids):
+        return [self.chunks[i] for i in ids if i in self.chunks and self.chunks[i].tenant == tenant]
