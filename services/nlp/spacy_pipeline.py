@@ -1,7 +1,8 @@
 """The process-wide spaCy pipeline: loaded once, lazily, with only the components we use.
 
 Entities need only ``ner`` (it has its own embedding layer in the small English models);
-keyphrase candidates need ``tok2vec`` + ``tagger`` + ``attribute_ruler`` + ``lemmatizer``.
+keyphrase candidates need only ``tok2vec`` + ``tagger`` (Penn tags; the attribute ruler and
+lemmatizer would more than double the cost).
 The dependency parser is never loaded. Calls are serialised by a lock: spaCy does not
 promise thread safety, and Analyze runs operations in worker threads.
 
@@ -24,9 +25,9 @@ from spacy.tokens import Doc
 from services.nlp.engines import Engine
 from services.runtime.errors import FailedPrecondition
 
-_UNUSED = ("parser", "senter")
+_UNUSED = ("parser", "senter", "attribute_ruler", "lemmatizer")
 NER_ONLY = ("ner",)
-TAGGING = ("tok2vec", "tagger", "attribute_ruler", "lemmatizer")
+TAGGING = ("tagger",)
 
 
 @dataclass
@@ -47,9 +48,19 @@ class SpacyPipeline:
 
     def run(self, texts: Sequence[str], components: Sequence[str]) -> list[Doc]:
         """Docs for ``texts`` with only ``components`` enabled (those the pipeline has)."""
-        disable = [name for name in self.nlp.pipe_names if name not in components]
+        disable = [name for name in self.nlp.pipe_names if name not in self._needed(components)]
         with self.lock:
             return list(self.nlp.pipe(texts, disable=disable))
+
+
+    def _needed(self, components: Sequence[str]) -> set[str]:
+        """``components`` plus the shared embedding layers (tok2vec, transformer) they listen to."""
+        needed = {name for name in components if name in self.nlp.pipe_names}
+        for name, pipe in self.nlp.pipeline:
+            listeners = set(getattr(pipe, "listening_components", ()))
+            if listeners & needed:
+                needed.add(name)
+        return needed
 
 
 @lru_cache(maxsize=4)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 
 _WORD = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)*")
-# A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before
-# whitespace, or at a blank line. Common abbreviations do not end a sentence.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\n\s*\n")
+# A sentence ends at . ! ? (optionally followed by citation markers such as "[12]" and
+# closing quotes/brackets) before whitespace, or at a blank line. Common abbreviations do
+# not end a sentence.
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?P<tail>(?:\[\d+\]|[\"'”’)\]])*)\s+|\n\s*\n")
+_LEADING_JUNK = re.compile(r"(?:\s|\[\d+\])*")
 _ABBREVIATIONS = {
     "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "inc", "ltd", "co", "corp",
     "fig", "no", "vol", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "u.s",
@@ -35,12 +37,14 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     start = 0
     for match in _SENTENCE_END.finditer(text):
         candidate = text[start : match.start()].rstrip()
+        tail = match.group("tail") or ""
         last_word = candidate.rsplit(None, 1)[-1].rstrip(".").lower() if candidate.split() else ""
-        if match.group().strip() == "" and "\n" not in match.group() and last_word in _ABBREVIATIONS:
+        if not tail and "\n" not in match.group() and last_word in _ABBREVIATIONS:
             continue
         if last_word and len(last_word) == 1 and last_word.isalpha() and candidate.endswith("."):
             continue  # initials such as "J. Smith"
-        _append(text, start, match.start(), spans)
+        # Closing quotes, brackets and citation markers belong to the sentence they end.
+        _append(text, start, match.start() + len(tail), spans)
         start = match.end()
     _append(text, start, len(text), spans)
     return spans
@@ -48,10 +52,11 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 def _append(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
     segment = text[start:end]
-    stripped = segment.strip()
+    # A citation marker left at the start ("[13] Roberts ...") belongs to no sentence.
+    lead = _LEADING_JUNK.match(segment).end()
+    stripped = segment[lead:].rstrip()
     if not stripped or not _WORD.search(stripped):
         return
-    lead = len(segment) - len(segment.lstrip())
     spans.append((start + lead, start + lead + len(stripped)))
 
 
