@@ -1,0 +1,4 @@
+from services.rag.service import binding
+from services.runtime import serve
+
+serve(binding)

@@ -1,0 +1,1 @@
+"""Ingestion: validate an upload, parse it, chunk it, embed it and index it atomically."""

@@ -1,0 +1,42 @@
+"""Batched embedding of a document's chunks, longest first, with progress after each group.
+
+Sorting by length keeps padding low inside each forward pass; vectors are put back in chunk
+order. Each group is one ``encode`` call in a worker thread, so the event loop stays free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol
+
+import numpy as np
+
+
+class TextEmbedder(Protocol):
+    """What ingestion needs from an embedding model (``services.models.embedder.Embedder`` fits)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray: ...
+
+
+async def embed_in_groups(
+    embedder: TextEmbedder, texts: Sequence[str], batch_size: int, group_size: int, out: np.ndarray
+) -> AsyncIterator[int]:
+    """Fills ``out`` (len(texts) x dimension) and yields the number of texts embedded so far."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+    group_size = max(group_size, batch_size)
+    done = 0
+    for start in range(0, len(order), group_size):
+        rows = order[start : start + group_size]
+        vectors = await asyncio.to_thread(embedder.encode, [texts[i] for i in rows], batch_size)
+        if vectors.shape != (len(rows), out.shape[1]):
+            raise RuntimeError(f"embedder returned {vectors.shape}, expected {(len(rows), out.shape[1])}")
+        out[rows] = vectors
+        done += len(rows)
+        yield done

@@ -1,0 +1,180 @@
+"""What an upload is: its sanitised file name, its normalised type, and whether we take it.
+
+The type comes from the file extension, else the declared content type; the leading bytes
+must then agree (a ``.pdf`` that is not a PDF is refused as corrupt, not parsed).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import unicodedata
+from dataclasses import dataclass
+from enum import StrEnum
+
+from services.runtime.errors import FieldViolation, InvalidArgument, ResourceExhausted
+
+
+class FileType(StrEnum):
+    PDF = "pdf"
+    DOCX = "docx"
+    XLSX = "xlsx"
+    CSV = "csv"
+    TSV = "tsv"
+    HTML = "html"
+    MARKDOWN = "markdown"
+    TEXT = "text"
+
+
+_BY_EXTENSION = {
+    ".pdf": FileType.PDF,
+    ".docx": FileType.DOCX,
+    ".xlsx": FileType.XLSX,
+    ".csv": FileType.CSV,
+    ".tsv": FileType.TSV,
+    ".tab": FileType.TSV,
+    ".html": FileType.HTML,
+    ".htm": FileType.HTML,
+    ".xhtml": FileType.HTML,
+    ".md": FileType.MARKDOWN,
+    ".markdown": FileType.MARKDOWN,
+    ".txt": FileType.TEXT,
+    ".text": FileType.TEXT,
+}
+
+_BY_CONTENT_TYPE = {
+    "application/pdf": FileType.PDF,
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": FileType.DOCX,
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": FileType.XLSX,
+    "text/csv": FileType.CSV,
+    "application/csv": FileType.CSV,
+    "text/tab-separated-values": FileType.TSV,
+    "text/html": FileType.HTML,
+    "application/xhtml+xml": FileType.HTML,
+    "text/markdown": FileType.MARKDOWN,
+    "text/x-markdown": FileType.MARKDOWN,
+    "text/plain": FileType.TEXT,
+}
+
+CANONICAL_CONTENT_TYPE = {
+    FileType.PDF: "application/pdf",
+    FileType.DOCX: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    FileType.XLSX: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    FileType.CSV: "text/csv",
+    FileType.TSV: "text/tab-separated-values",
+    FileType.HTML: "text/html",
+    FileType.MARKDOWN: "text/markdown",
+    FileType.TEXT: "text/plain",
+}
+
+SUPPORTED_EXTENSIONS = tuple(sorted(_BY_EXTENSION))
+SUPPORTED_DESCRIPTION = "PDF (.pdf), Word (.docx), Excel (.xlsx), CSV (.csv), TSV (.tsv), HTML (.html, .htm), Markdown (.md), plain text (.txt)"
+
+_MAX_NAME_BYTES = 200
+_UNSAFE = re.compile(r"[^\w.\- ()+,=@]+")
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A validated upload, ready for the pipeline."""
+
+    filename: str
+    file_type: FileType
+    content_type: str
+    data: bytes
+
+
+def sanitize_filename(raw: str) -> str:
+    """A display-safe base name: no directories, control characters or shell-hostile symbols.
+
+    The name is never used as a path (originals are stored by content hash); sanitising keeps
+    logs, listings and downloads safe.
+    """
+    name = unicodedata.normalize("NFKC", raw or "")
+    name = name.replace("\\", "/")
+    name = posixpath.basename(name.rstrip("/"))
+    name = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C")
+    name = _UNSAFE.sub("_", name).strip(" .")
+    name = re.sub(r"_+", "_", name)
+    if len(name.encode()) > _MAX_NAME_BYTES:
+        stem, dot, ext = name.rpartition(".")
+        ext = ext if dot and len(ext) <= 10 else ""
+        budget = _MAX_NAME_BYTES - len(ext.encode()) - 1
+        stem = (stem if dot else name).encode()[:budget].decode(errors="ignore")
+        name = f"{stem}.{ext}" if ext else stem
+    return name
+
+
+def _extension(filename: str) -> str:
+    _, dot, ext = filename.rpartition(".")
+    return f".{ext.lower()}" if dot else ""
+
+
+def _media_type(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def detect_type(filename: str, content_type: str) -> FileType:
+    by_ext = _BY_EXTENSION.get(_extension(filename))
+    if by_ext is not None:
+        return by_ext
+    by_ct = _BY_CONTENT_TYPE.get(_media_type(content_type))
+    if by_ct is not None and not _extension(filename):
+        return by_ct
+    described = _extension(filename) or _media_type(content_type) or "no extension and no content type"
+    raise InvalidArgument(
+        f"unsupported file type ({described}); supported types: {SUPPORTED_DESCRIPTION}",
+        reason="UNSUPPORTED_FILE_TYPE",
+        metadata={"supported": ",".join(SUPPORTED_EXTENSIONS)},
+        violations=[FieldViolation("filename", f"extension must be one of {', '.join(SUPPORTED_EXTENSIONS)}")],
+    )
+
+
+def _check_signature(file_type: FileType, data: bytes) -> None:
+    head = data[:1024]
+    if file_type is FileType.PDF and b"%PDF-" not in head:
+        raise corrupt(file_type, "it does not start with a PDF header")
+    if file_type in (FileType.DOCX, FileType.XLSX) and not data.startswith(b"PK\x03\x04"):
+        raise corrupt(file_type, "it is not a ZIP-based Office Open XML file")
+
+
+def corrupt(file_type: FileType | str, why: str) -> InvalidArgument:
+    return InvalidArgument(
+        f"the file is not a readable {str(file_type).upper()} document: {why}",
+        reason="CORRUPT_FILE",
+        metadata={"file_type": str(file_type)},
+        violations=[FieldViolation("file", why)],
+    )
+
+
+def check_size(size: int, limit: int) -> None:
+    if size > limit:
+        raise ResourceExhausted(
+            f"the upload is larger than the {limit}-byte limit",
+            reason="UPLOAD_TOO_LARGE",
+            metadata={"limit_bytes": str(limit), "size_bytes": str(size)},
+        )
+
+
+def validate_upload(filename: str, content_type: str, data: bytes, max_bytes: int) -> Upload:
+    """Checks everything that can be checked before parsing; raises a domain error otherwise."""
+    check_size(len(data), max_bytes)
+    safe_name = sanitize_filename(filename)
+    file_type = detect_type(safe_name, content_type)
+    if not safe_name or safe_name.startswith("."):
+        safe_name = f"upload{_canonical_extension(file_type)}"
+    if not data:
+        raise InvalidArgument(
+            "the document is empty (0 bytes)",
+            reason="EMPTY_DOCUMENT",
+            violations=[FieldViolation("file", "must not be empty")],
+        )
+    _check_signature(file_type, data)
+    # Keep the declared type only when it names the same format (curl sends form-urlencoded).
+    declared = _media_type(content_type)
+    stored_type = declared if _BY_CONTENT_TYPE.get(declared) is file_type else CANONICAL_CONTENT_TYPE[file_type]
+    return Upload(safe_name, file_type, stored_type, data)
+
+
+def _canonical_extension(file_type: FileType) -> str:
+    return {FileType.MARKDOWN: ".md", FileType.TEXT: ".txt"}.get(file_type, f".{file_type.value}")

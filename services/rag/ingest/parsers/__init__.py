@@ -1,0 +1,47 @@
+"""One parser per format, each returning a ``ParsedDocument`` of text sections.
+
+``parse`` dispatches on the detected type and refuses documents with no extractable text.
+Parsers are synchronous and CPU-bound: callers run them in a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from services.rag.documents import ParsedDocument
+from services.rag.ingest.formats import FileType
+from services.rag.ingest.parsers.delimited import parse_delimited
+from services.rag.ingest.parsers.html import parse_html
+from services.rag.ingest.parsers.limits import ParseLimits
+from services.rag.ingest.parsers.markdown import parse_markdown
+from services.rag.ingest.parsers.pdf import parse_pdf
+from services.rag.ingest.parsers.plaintext import parse_text
+from services.rag.ingest.parsers.spreadsheet import parse_xlsx
+from services.rag.ingest.parsers.word import parse_docx
+from services.runtime.errors import FieldViolation, InvalidArgument
+
+__all__ = ["ParseLimits", "parse"]
+
+_PARSERS: dict[FileType, Callable[[bytes, ParseLimits], ParsedDocument]] = {
+    FileType.PDF: parse_pdf,
+    FileType.DOCX: parse_docx,
+    FileType.XLSX: parse_xlsx,
+    FileType.CSV: lambda data, limits: parse_delimited(data, FileType.CSV, limits),
+    FileType.TSV: lambda data, limits: parse_delimited(data, FileType.TSV, limits),
+    FileType.HTML: parse_html,
+    FileType.MARKDOWN: parse_markdown,
+    FileType.TEXT: parse_text,
+}
+
+
+def parse(data: bytes, file_type: FileType, limits: ParseLimits) -> ParsedDocument:
+    parsed = _PARSERS[file_type](data, limits)
+    if not any(section.text.strip() for section in parsed.sections):
+        hint = " (a scanned PDF without a text layer? OCR is not available)" if file_type is FileType.PDF else ""
+        raise InvalidArgument(
+            f"the document has no extractable text{hint}",
+            reason="NO_EXTRACTABLE_TEXT",
+            metadata={"file_type": file_type.value},
+            violations=[FieldViolation("file", "no extractable text")],
+        )
+    return parsed

@@ -1,0 +1,50 @@
+"""Text normalisation shared by the parsers: decoding and control-character removal."""
+
+from __future__ import annotations
+
+import re
+
+from charset_normalizer import from_bytes
+
+from services.runtime.errors import FieldViolation, InvalidArgument
+
+# Keep tab and newline; drop other C0/C1 controls, NUL and the private "hyphen" marks PDFium emits.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]")
+_SPACES = re.compile(r"[ \t\u00a0]+\n")
+
+
+def clean_text(text: str) -> str:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROLS.sub("", text)
+    return _SPACES.sub("\n", text)
+
+
+def decode_text(data: bytes) -> str:
+    """Decodes bytes of unknown encoding: UTF-8 (with or without BOM) first, else detection."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    if b"\x00" in data[:4096] and not (data.startswith(b"\xff\xfe") or data.startswith(b"\xfe\xff")):
+        raise InvalidArgument(
+            "the file looks binary, not text",
+            reason="CORRUPT_FILE",
+            violations=[FieldViolation("file", "contains NUL bytes; not a text document")],
+        )
+    best = from_bytes(data).best()
+    if best is None:
+        raise InvalidArgument(
+            "the text encoding could not be detected",
+            reason="CORRUPT_FILE",
+            violations=[FieldViolation("file", "undetectable text encoding")],
+        )
+    return str(best)
+
+
+def collapse_cell(value: object) -> str:
+    """One table cell on one line: newlines and runs of spaces become single spaces."""
+    if value is None:
+        return ""
+    return " ".join(_CONTROLS.sub("", str(value)).split())

@@ -1,0 +1,33 @@
+"""Safety limits every parser honours, so a hostile file cannot exhaust memory or time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.runtime.errors import ResourceExhausted
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    max_pages: int = 2000
+    """Pages of a PDF."""
+    max_sheet_cells: int = 2_000_000
+    """Non-empty cells of a workbook."""
+    max_sheet_rows_scanned: int = 4_000_000
+    """Row records walked in a workbook, empty ones included."""
+    max_unzipped_bytes: int = 256 * 1024 * 1024
+    """Declared uncompressed size of an Office archive's members."""
+    max_compression_ratio: float = 200.0
+    """Largest uncompressed/compressed ratio of one archive member bigger than 1 MiB."""
+    max_text_chars: int = 20_000_000
+    """Extracted characters per document."""
+    table_block_chars: int = 900
+    """Target size of a block of table rows (each block repeats the header row)."""
+
+
+def too_large(what: str, limit: int | float, reason: str) -> ResourceExhausted:
+    return ResourceExhausted(
+        f"the document exceeds the limit of {limit} {what}",
+        reason=reason,
+        metadata={"limit": str(limit)},
+    )

@@ -1,0 +1,346 @@
+"""The ingestion pipeline: validate -> parse -> chunk -> embed -> index -> (graph sync).
+
+Each document is ingested by one background job holding the document's lock, so the work
+finishes even if the uploading client goes away, and a second upload of the same bytes
+waits and then gets the first one's document (``duplicate=True``). Parsing and chunking run
+before the first event is emitted, so bad input fails the RPC with its proper status (and
+the REST call with its HTTP code); afterwards failures arrive as the stream's error event.
+
+Guarantees:
+- nothing is visible to searches until ``ChunkIndex.publish`` commits (one SQLite tx);
+- bad input leaves nothing stored (record and original bytes are removed);
+- a failure while embedding or indexing removes what was written and marks the document
+  FAILED (its bytes are kept, so ``ReindexDocument`` can retry);
+- a shutdown or crash mid-way leaves a non-terminal status, resumed at the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from services.rag.documents import (
+    Chunk,
+    DocumentRecord,
+    DocumentStatus,
+    GraphSyncState,
+    IngestEvent,
+    IngestOutcome,
+    IngestProgress,
+    IngestStage,
+    ParsedDocument,
+    Provenance,
+    chunk_id_for,
+    document_id_for,
+)
+from services.rag.graph_sync import GraphSync
+from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
+from services.rag.ingest.embedding import TextEmbedder, embed_in_groups
+from services.rag.ingest.formats import FileType, Upload, corrupt, validate_upload
+from services.rag.ingest.parsers import ParseLimits, parse
+from services.rag.locks import KeyedLocks
+from services.rag.store import BlobStore, ChunkIndex
+from services.runtime.errors import DomainError, FailedPrecondition, NotFound, Unavailable
+
+log = logging.getLogger("docuthinker.rag.ingest")
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    max_upload_bytes: int = 25 * 1024 * 1024
+    chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
+    limits: ParseLimits = field(default_factory=ParseLimits)
+    embed_batch_size: int = 32
+    embed_progress_every: int = 128
+
+
+@dataclass
+class _Timings:
+    stages: dict[str, float] = field(default_factory=dict)
+    _mark: float = field(default_factory=time.perf_counter)
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.stages[stage] = round((now - self._mark) * 1000, 2)
+        self._mark = now
+
+
+class _Job:
+    """Events of one ingest, produced by a background task and consumed by at most one RPC."""
+
+    _END = object()
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.task: asyncio.Task | None = None
+
+    def emit(self, event: IngestEvent) -> None:
+        self.queue.put_nowait(event)
+
+    async def events(self) -> AsyncIterator[IngestEvent]:
+        while True:
+            item = await self.queue.get()
+            if item is self._END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+
+class IngestionPipeline:
+    def __init__(
+        self,
+        index: ChunkIndex,
+        blobs: BlobStore,
+        embedder: TextEmbedder | Callable[[], TextEmbedder],
+        graph_sync: GraphSync,
+        config: PipelineConfig,
+        on_change: Callable[[str], None] = lambda tenant: None,
+        locks: KeyedLocks | None = None,
+    ) -> None:
+        self._index = index
+        self._metadata = index.metadata
+        self._blobs = blobs
+        # A factory defers loading the model until the first document needs it.
+        self._embedder_factory = (lambda: embedder) if hasattr(embedder, "encode") else embedder
+        self._graph_sync = graph_sync
+        self._config = config
+        self._on_change = on_change
+        self.locks = locks or KeyedLocks()
+        self._tasks: set[asyncio.Task] = set()
+
+    @property
+    def embedder(self) -> TextEmbedder:
+        return self._embedder_factory()  # type: ignore[operator]
+
+    # -- entry points ----------------------------------------------------------------
+    async def upload(self, tenant: str, filename: str, content_type: str, data: bytes) -> AsyncIterator[IngestEvent]:
+        """Ingests new bytes; yields progress then exactly one ``IngestOutcome`` (or raises)."""
+        upload = validate_upload(filename, content_type, data, self._config.max_upload_bytes)
+        job = _Job()
+        self._spawn(self._run_upload(tenant, upload, job), job)
+        async for event in job.events():
+            yield event
+
+    async def reindex(self, tenant: str, document_id: str) -> DocumentRecord:
+        job = _Job()
+        self._spawn(self._run_reindex(tenant, document_id, job), job)
+        outcome = None
+        async for event in job.events():
+            if isinstance(event, IngestOutcome):
+                outcome = event
+        assert outcome is not None
+        return outcome.document
+
+    async def resume_unfinished(self, enabled: bool = True) -> int:
+        """Restarts documents left in a non-terminal status by a crash (or marks them failed)."""
+        stuck = await asyncio.to_thread(self._metadata.unfinished_documents)
+        for record in stuck:
+            job = _Job()
+            self._spawn(self._run_resume(record, job, enabled), job)
+            async for _ in job.events():
+                pass
+        return len(stuck)
+
+    async def close(self) -> None:
+        """Cancels running jobs; their documents keep a non-terminal status and resume at next start."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _spawn(self, coro, job: _Job) -> _Job:
+        async def run() -> None:
+            try:
+                await coro
+            except asyncio.CancelledError:
+                job.queue.put_nowait(Unavailable("ingestion was interrupted by a shutdown; it resumes on restart",
+                                                 reason="INGEST_INTERRUPTED"))
+                raise
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+                job.queue.put_nowait(exc)
+            finally:
+                job.queue.put_nowait(_Job._END)
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        job.task = task
+        return job
+
+    # -- jobs ------------------------------------------------------------------------
+    async def _run_upload(self, tenant: str, upload: Upload, job: _Job) -> None:
+        sha = hashlib.sha256(upload.data).hexdigest()
+        document_id = document_id_for(tenant, sha)
+        async with self.locks.hold(document_id):
+            existing = await asyncio.to_thread(self._metadata.get_document, tenant, document_id)
+            if existing is not None and existing.status is DocumentStatus.READY:
+                job.emit(IngestOutcome(existing, duplicate=True))
+                return
+            now = time.time()
+            record = DocumentRecord(
+                document_id=document_id, tenant=tenant, filename=upload.filename,
+                file_type=upload.file_type.value, content_type=upload.content_type, content_sha256=sha,
+                size_bytes=len(upload.data), status=DocumentStatus.PENDING,
+                create_time=existing.create_time if existing else now, update_time=now,
+                graph_sync=self._initial_graph_state(),
+            )
+            await asyncio.to_thread(self._metadata.upsert_document, record)
+            await asyncio.to_thread(self._blobs.put, tenant, sha, upload.data)
+            await self._ingest(record, upload.data, job, forget_on_bad_input=True)
+
+    async def _run_reindex(self, tenant: str, document_id: str, job: _Job) -> None:
+        async with self.locks.hold(document_id):
+            record = await asyncio.to_thread(self._metadata.get_document, tenant, document_id)
+            if record is None:
+                raise NotFound(f"document {document_id} not found", reason="DOCUMENT_NOT_FOUND",
+                               metadata={"document_id": document_id})
+            data = await asyncio.to_thread(self._blobs.get, tenant, record.content_sha256)
+            if data is None:
+                raise FailedPrecondition(
+                    f"the original bytes of document {document_id} are missing; upload it again",
+                    reason="ORIGINAL_MISSING", metadata={"document_id": document_id},
+                )
+            await self._ingest(record, data, job, forget_on_bad_input=False)
+
+    async def _run_resume(self, record: DocumentRecord, job: _Job, enabled: bool) -> None:
+        async with self.locks.hold(record.document_id):
+            data = await asyncio.to_thread(self._blobs.get, record.tenant, record.content_sha256)
+            if data is None or not enabled:
+                why = "original bytes missing" if data is None else "resume on startup is disabled"
+                await self._mark_failed(record, f"ingestion was interrupted by a restart ({why}); upload it again")
+                return
+            log.info("resuming interrupted ingestion", extra={"fields": {
+                "document_id": record.document_id, "tenant": record.tenant, "status": record.status.name}})
+            try:
+                await self._ingest(record, data, job, forget_on_bad_input=True)
+            except DomainError as exc:
+                log.warning("resumed ingestion failed", extra={"fields": {
+                    "document_id": record.document_id, "error": exc.message}})
+
+    # -- stages ----------------------------------------------------------------------
+    async def _ingest(self, record: DocumentRecord, data: bytes, job: _Job, forget_on_bad_input: bool) -> None:
+        timings = _Timings()
+        try:
+            await self._set_status(record, DocumentStatus.PARSING)
+            parsed = await asyncio.to_thread(self._parse, record, data)
+            timings.lap("parse_ms")
+            await self._set_status(record, DocumentStatus.CHUNKING)
+            chunks = await asyncio.to_thread(self._chunk, record, parsed)
+            timings.lap("chunk_ms")
+        except DomainError as exc:
+            if forget_on_bad_input:
+                await asyncio.to_thread(self._forget, record)
+            else:
+                await asyncio.to_thread(self._index.discard, record.tenant, record.document_id, [])
+                await self._mark_failed(record, exc.message)
+            self._on_change(record.tenant)
+            raise
+        except BaseException as exc:
+            if not isinstance(exc, asyncio.CancelledError):
+                await self._mark_failed(record, f"internal error while parsing: {type(exc).__name__}")
+            raise
+        record = replace(record, page_count=parsed.page_count, sheet_names=parsed.sheet_names, title=parsed.title)
+        job.emit(IngestProgress(IngestStage.RECEIVED, record.size_bytes, record.size_bytes, "bytes received"))
+        job.emit(IngestProgress(IngestStage.PARSED, len(parsed.sections), len(parsed.sections),
+                                f"{len(parsed.sections)} sections, {parsed.char_count} characters"))
+        job.emit(IngestProgress(IngestStage.CHUNKED, len(chunks), len(chunks), f"{len(chunks)} chunks"))
+        staged: list[str] = []
+        try:
+            await self._set_status(record, DocumentStatus.EMBEDDING)
+            embedder = self.embedder
+            vectors = np.zeros((len(chunks), embedder.dimension), dtype=np.float32)
+            texts = [c.text for c in chunks]
+            async for done in embed_in_groups(embedder, texts, self._config.embed_batch_size,
+                                              self._config.embed_progress_every, vectors):
+                job.emit(IngestProgress(IngestStage.EMBEDDED, done, len(chunks), f"embedded {done} of {len(chunks)}"))
+            timings.lap("embed_ms")
+            await self._set_status(record, DocumentStatus.INDEXING)
+            staged = [c.chunk_id for c in chunks]
+            await asyncio.to_thread(self._index.stage_vectors, record.tenant, record.document_id, chunks, vectors)
+            await asyncio.to_thread(self._index.publish, record, parsed.sections, chunks, self._initial_graph_state())
+            timings.lap("index_ms")
+        except asyncio.CancelledError:
+            raise  # shutdown: the status stays non-terminal and the document resumes on restart
+        except BaseException as exc:
+            log.exception("ingestion failed", extra={"fields": {"document_id": record.document_id}})
+            await asyncio.shield(asyncio.to_thread(self._index.discard, record.tenant, record.document_id, staged))
+            self._on_change(record.tenant)
+            message = exc.message if isinstance(exc, DomainError) else f"internal error: {type(exc).__name__}"
+            await self._mark_failed(record, message)
+            raise
+        self._on_change(record.tenant)
+        job.emit(IngestProgress(IngestStage.INDEXED, len(chunks), len(chunks), "searchable"))
+        await self._sync_graph(record, parsed, job)
+        final = await asyncio.to_thread(self._metadata.get_document, record.tenant, record.document_id)
+        timings.lap("graph_ms")
+        log.info("document ingested", extra={"fields": {
+            "document_id": record.document_id, "tenant": record.tenant, "file_type": record.file_type,
+            "size_bytes": record.size_bytes, "sections": len(parsed.sections), "chunks": len(chunks),
+            **timings.stages}})
+        job.emit(IngestOutcome(final or record))
+
+    def _parse(self, record: DocumentRecord, data: bytes) -> ParsedDocument:
+        file_type = FileType(record.file_type)
+        try:
+            return parse(data, file_type, self._config.limits)
+        except DomainError:
+            raise
+        except RecursionError as exc:
+            raise corrupt(file_type, "it is nested too deeply") from exc
+        except Exception as exc:  # noqa: BLE001 - a parser library choking on malformed input
+            log.warning("parser failed", exc_info=exc, extra={"fields": {"document_id": record.document_id}})
+            raise corrupt(file_type, f"the {file_type.value} parser could not read it ({type(exc).__name__})") from exc
+
+    def _chunk(self, record: DocumentRecord, parsed: ParsedDocument) -> list[Chunk]:
+        spans = chunk_sections(parsed.sections, self._config.chunker)
+        chunks = []
+        for ordinal, span in enumerate(spans):
+            section = parsed.sections[span.section_index]
+            chunks.append(Chunk(
+                chunk_id=chunk_id_for(record.tenant, record.content_sha256, ordinal),
+                tenant=record.tenant,
+                ordinal=ordinal,
+                text=section.text[span.start:span.end],
+                provenance=Provenance(
+                    document_id=record.document_id, filename=record.filename, page=section.page,
+                    sheet_name=section.sheet_name, row_start=span.row_start, row_end=span.row_end,
+                    heading_path=section.heading_path, char_start=span.start, char_end=span.end,
+                    section_index=span.section_index,
+                ),
+            ))
+        return chunks
+
+    async def _sync_graph(self, record: DocumentRecord, parsed: ParsedDocument, job: _Job) -> None:
+        if not self._graph_sync.enabled:
+            return
+        try:
+            synced = await self._graph_sync.sync(record, parsed.sections)
+        except Exception as exc:  # noqa: BLE001 - the document is ready; the graph can catch up later
+            log.warning("graph sync failed", exc_info=exc, extra={"fields": {"document_id": record.document_id}})
+            synced = False
+        if synced:
+            await asyncio.to_thread(self._metadata.update_document, record.document_id,
+                                    graph_sync=GraphSyncState.SYNCED)
+            job.emit(IngestProgress(IngestStage.GRAPH_SYNCED, 1, 1, "knowledge graph updated"))
+
+    def _initial_graph_state(self) -> GraphSyncState:
+        return GraphSyncState.PENDING if self._graph_sync.enabled else GraphSyncState.DISABLED
+
+    async def _set_status(self, record: DocumentRecord, status: DocumentStatus) -> None:
+        await asyncio.to_thread(self._metadata.update_document, record.document_id, status=status)
+
+    async def _mark_failed(self, record: DocumentRecord, message: str) -> None:
+        await asyncio.shield(asyncio.to_thread(
+            self._metadata.update_document, record.document_id, status=DocumentStatus.FAILED,
+            error_message=message[:2000]))
+
+    def _forget(self, record: DocumentRecord) -> None:
+        """Bad input: remove every trace (record, chunks, vectors, original bytes)."""
+        self._index.remove_document(record.tenant, record.document_id)
+        self._blobs.delete(record.tenant, record.content_sha256)

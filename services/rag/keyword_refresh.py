@@ -1,0 +1,50 @@
+"""Background, debounced rebuilds of a tenant's BM25 index after its chunks change.
+
+A burst of uploads costs one rebuild, not one per document; a search never waits for this
+(``KeywordIndex.search`` rebuilds a stale index itself), it just rarely finds one stale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from services.rag.store import KeywordIndex
+
+log = logging.getLogger("docuthinker.rag.keyword")
+
+
+class KeywordRefresher:
+    def __init__(self, keyword: KeywordIndex, delay_s: float) -> None:
+        self._keyword = keyword
+        self._delay_s = delay_s
+        self._waiting: dict[str, asyncio.Task] = {}
+        self._tasks: set[asyncio.Task] = set()
+
+    def notify(self, tenant: str) -> None:
+        if tenant in self._waiting:
+            return  # a rebuild is already scheduled and will read the newest generation
+        task = asyncio.get_running_loop().create_task(self._refresh(tenant))
+        self._waiting[tenant] = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _refresh(self, tenant: str) -> None:
+        try:
+            await asyncio.sleep(self._delay_s)
+        finally:
+            self._waiting.pop(tenant, None)
+        try:
+            await asyncio.to_thread(self._keyword.refresh, tenant)
+        except Exception as exc:  # noqa: BLE001 - the next search or change retries
+            log.warning("keyword index refresh failed", exc_info=exc, extra={"fields": {"tenant": tenant}})
+
+    async def drain(self) -> None:
+        """Waits for scheduled rebuilds (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

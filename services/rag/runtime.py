@@ -1,0 +1,89 @@
+"""Assembles the RAG service's stores and pipeline under one data directory.
+
+Layout of ``<DOCUTHINKER_DATA_DIR>/rag``: ``metadata.sqlite3`` (SQLite WAL), ``originals/``
+(uploaded bytes by content hash), ``chroma/`` (vectors), ``bm25/`` (keyword indexes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import pathlib
+from dataclasses import dataclass
+
+from services.rag.catalog import DocumentCatalog
+from services.rag.graph_sync import DisabledGraphSync, GraphSync
+from services.rag.ingest.chunking import ChunkerConfig
+from services.rag.ingest.embedding import TextEmbedder
+from services.rag.ingest.parsers import ParseLimits
+from services.rag.ingest.pipeline import IngestionPipeline, PipelineConfig
+from services.rag.keyword_refresh import KeywordRefresher
+from services.rag.locks import KeyedLocks
+from services.rag.settings import RagSettings
+from services.rag.store import BlobStore, ChunkIndex, KeywordIndex, MetadataStore, VectorStore
+
+log = logging.getLogger("docuthinker.rag")
+
+
+def pipeline_config(settings: RagSettings, max_upload_bytes: int) -> PipelineConfig:
+    return PipelineConfig(
+        max_upload_bytes=max_upload_bytes,
+        chunker=ChunkerConfig(size=settings.chunk_size, overlap=settings.chunk_overlap),
+        limits=ParseLimits(
+            max_pages=settings.max_pages,
+            max_sheet_cells=settings.max_sheet_cells,
+            max_sheet_rows_scanned=settings.max_sheet_rows_scanned,
+            max_unzipped_bytes=settings.max_unzipped_bytes,
+            max_compression_ratio=settings.max_compression_ratio,
+            max_text_chars=settings.max_text_chars,
+            table_block_chars=settings.chunk_size,
+        ),
+        embed_batch_size=settings.embed_batch_size,
+        embed_progress_every=settings.embed_progress_every,
+    )
+
+
+@dataclass
+class RagRuntime:
+    metadata: MetadataStore
+    blobs: BlobStore
+    vectors: VectorStore
+    keyword: KeywordIndex
+    index: ChunkIndex
+    refresher: KeywordRefresher
+    pipeline: IngestionPipeline
+    catalog: DocumentCatalog
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: pathlib.Path,
+        settings: RagSettings,
+        max_upload_bytes: int,
+        embedder: TextEmbedder,
+        graph_sync: GraphSync | None = None,
+    ) -> RagRuntime:
+        """Opens (or creates) every store and rebuilds FAISS from Chroma; blocking (run it in a thread)."""
+        root = pathlib.Path(data_dir) / "rag"
+        metadata = MetadataStore(root / "metadata.sqlite3")
+        blobs = BlobStore(root / "originals")
+        vectors = VectorStore(root / "chroma", embedder.name, embedder.dimension)
+        loaded, orphans = vectors.rebuild(metadata.known_chunk_ids())
+        keyword = KeywordIndex(root / "bm25", metadata)
+        keyword.load()
+        index = ChunkIndex(metadata, vectors, keyword)
+        refresher = KeywordRefresher(keyword, settings.keyword_refresh_delay_s)
+        locks = KeyedLocks()
+        pipeline = IngestionPipeline(
+            index, blobs, embedder, graph_sync or DisabledGraphSync(),
+            pipeline_config(settings, max_upload_bytes), on_change=refresher.notify, locks=locks,
+        )
+        catalog = DocumentCatalog(index, blobs, locks, on_change=refresher.notify)
+        log.info("stores open", extra={"fields": {"data_dir": str(root), "vectors": loaded, "orphans": orphans,
+                                                  "collection": vectors.collection}})
+        return cls(metadata, blobs, vectors, keyword, index, refresher, pipeline, catalog)
+
+    async def close(self) -> None:
+        await self.pipeline.close()
+        await self.refresher.close()
+        await asyncio.to_thread(self.metadata.close)

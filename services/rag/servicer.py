@@ -1,0 +1,108 @@
+"""gRPC transport of the RAG service's documents API: protobuf <-> domain calls, nothing more.
+
+Retrieval and answer RPCs (Search, Query, agents, crew, analysis) are not implemented in this
+build: the generated base class raises NotImplementedError, reported as UNIMPLEMENTED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from docuthinker.rag.v1 import rag_service_pb2 as pb
+from docuthinker.rag.v1 import rag_service_pb2_grpc as pb_grpc
+from services.rag import messages
+from services.rag.catalog import DocumentCatalog
+from services.rag.documents import IngestOutcome
+from services.rag.ingest.formats import check_size, detect_type, sanitize_filename
+from services.rag.ingest.pipeline import IngestionPipeline
+from services.runtime.errors import FieldViolation, InvalidArgument, Unavailable
+from services.runtime.request_context import current_tenant
+
+
+class RagServicer(pb_grpc.RagServiceServicer):
+    def __init__(self, max_upload_bytes: int) -> None:
+        self._max_upload_bytes = max_upload_bytes
+        self._pipeline: IngestionPipeline | None = None
+        self._catalog: DocumentCatalog | None = None
+
+    def attach(self, pipeline: IngestionPipeline, catalog: DocumentCatalog) -> None:
+        self._pipeline = pipeline
+        self._catalog = catalog
+
+    @property
+    def pipeline(self) -> IngestionPipeline:
+        if self._pipeline is None:
+            raise Unavailable("the RAG service is still starting", reason="STARTING")
+        return self._pipeline
+
+    @property
+    def catalog(self) -> DocumentCatalog:
+        if self._catalog is None:
+            raise Unavailable("the RAG service is still starting", reason="STARTING")
+        return self._catalog
+
+    # -- uploads ---------------------------------------------------------------------
+    async def UploadDocument(self, request: pb.UploadDocumentRequest, context) -> AsyncIterator:
+        events = self.pipeline.upload(current_tenant(), request.filename, request.file.content_type, request.file.data)
+        async for event in events:
+            yield messages.upload_event_pb(event, pb.UploadDocumentResponse)
+
+    async def IngestDocument(self, request: pb.IngestDocumentRequest, context) -> pb.IngestDocumentResponse:
+        events = self.pipeline.upload(current_tenant(), request.filename, request.file.content_type, request.file.data)
+        async for event in events:
+            if isinstance(event, IngestOutcome):
+                return pb.IngestDocumentResponse(result=messages.result_pb(event))
+        raise RuntimeError("ingestion ended without an outcome")
+
+    async def StreamUploadDocument(self, request_iterator, context) -> AsyncIterator:
+        header, data = await self._receive(request_iterator)
+        events = self.pipeline.upload(current_tenant(), header.filename, header.content_type, data)
+        async for event in events:
+            yield messages.upload_event_pb(event, pb.StreamUploadDocumentResponse)
+
+    async def _receive(self, request_iterator) -> tuple[pb.StreamUploadDocumentRequest.Header, bytes]:
+        """Reads the header then the chunks, refusing as soon as the byte limit is passed."""
+        header = None
+        parts: list[bytes] = []
+        received = 0
+        async for message in request_iterator:
+            kind = message.WhichOneof("part")
+            if header is None:
+                if kind != "header":
+                    raise InvalidArgument("the first message must be the header", reason="HEADER_FIRST",
+                                          violations=[FieldViolation("header", "send the header first")])
+                header = message.header
+                check_size(header.size_bytes, self._max_upload_bytes)
+                detect_type(sanitize_filename(header.filename), header.content_type)  # refuse before the bytes
+                continue
+            if kind != "chunk":
+                raise InvalidArgument("the header may be sent only once", reason="DUPLICATE_HEADER",
+                                      violations=[FieldViolation("header", "only the first message")])
+            received += len(message.chunk)
+            check_size(received, self._max_upload_bytes)
+            parts.append(message.chunk)
+        if header is None:
+            raise InvalidArgument("empty upload stream: send a header, then chunks", reason="HEADER_FIRST",
+                                  violations=[FieldViolation("header", "required")])
+        return header, b"".join(parts)
+
+    # -- documents -------------------------------------------------------------------
+    async def ListDocuments(self, request: pb.ListDocumentsRequest, context) -> pb.ListDocumentsResponse:
+        page = await self.catalog.list(current_tenant(), request.page_size, request.page_token)
+        return messages.page_pb(page)
+
+    async def GetDocument(self, request: pb.GetDocumentRequest, context) -> pb.GetDocumentResponse:
+        record = await self.catalog.get(current_tenant(), request.document_id)
+        return pb.GetDocumentResponse(document=messages.document_pb(record))
+
+    async def GetDocumentText(self, request: pb.GetDocumentTextRequest, context) -> pb.GetDocumentTextResponse:
+        return messages.text_pb(await self.catalog.text(current_tenant(), request.document_id))
+
+    async def DeleteDocument(self, request: pb.DeleteDocumentRequest, context) -> pb.DeleteDocumentResponse:
+        removed = await self.catalog.delete(current_tenant(), request.document_id)
+        return pb.DeleteDocumentResponse(document_id=request.document_id, chunks_removed=removed)
+
+    async def ReindexDocument(self, request: pb.ReindexDocumentRequest, context) -> pb.ReindexDocumentResponse:
+        await self.catalog.get(current_tenant(), request.document_id)
+        record = await self.pipeline.reindex(current_tenant(), request.document_id)
+        return pb.ReindexDocumentResponse(document=messages.document_pb(record))

@@ -1,0 +1,427 @@
+"""SQLite (WAL) metadata: documents, their extracted sections, and chunk rows.
+
+This store is the commit point of ingestion: a document's chunk rows and its READY status
+are written in one transaction, and every chunk read joins the documents table on READY.
+Vectors written to Chroma/FAISS before that commit are therefore invisible until it lands,
+and a crash before it leaves nothing visible. Each tenant also has a ``generation`` counter,
+bumped with every change to its ready chunks, which derived indexes (BM25) compare against.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+
+from services.rag.documents import (
+    Chunk,
+    DocumentRecord,
+    DocumentStatus,
+    GraphSyncState,
+    Provenance,
+    Section,
+    vector_key,
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    document_id TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    file_type TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    status INTEGER NOT NULL,
+    error_message TEXT NOT NULL DEFAULT '',
+    page_count INTEGER NOT NULL DEFAULT 0,
+    sheet_names TEXT NOT NULL DEFAULT '[]',
+    chunk_count INTEGER NOT NULL DEFAULT 0,
+    graph_sync INTEGER NOT NULL DEFAULT 3,
+    title TEXT NOT NULL DEFAULT '',
+    create_time REAL NOT NULL,
+    update_time REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_newest_first ON documents (tenant, create_time DESC, document_id DESC);
+CREATE INDEX IF NOT EXISTS documents_by_status ON documents (status);
+CREATE TABLE IF NOT EXISTS sections (
+    document_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    page INTEGER NOT NULL,
+    sheet_name TEXT NOT NULL,
+    heading_path TEXT NOT NULL,
+    row_starts TEXT NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (document_id, position)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk_id TEXT PRIMARY KEY,
+    vector_key INTEGER NOT NULL,
+    tenant TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    section_index INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    page INTEGER NOT NULL,
+    sheet_name TEXT NOT NULL,
+    row_start INTEGER NOT NULL,
+    row_end INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    char_start INTEGER NOT NULL,
+    char_end INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks (document_id, ordinal);
+CREATE INDEX IF NOT EXISTS chunks_by_key ON chunks (tenant, vector_key);
+CREATE TABLE IF NOT EXISTS generations (
+    tenant TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL
+);
+"""
+
+_DOC_COLUMNS = (
+    "document_id, tenant, filename, file_type, content_type, content_sha256, size_bytes, status, error_message, "
+    "page_count, sheet_names, chunk_count, graph_sync, title, create_time, update_time"
+)
+_CHUNK_COLUMNS = (
+    "c.chunk_id, c.tenant, c.document_id, c.ordinal, c.section_index, c.text, c.filename, c.page, c.sheet_name, "
+    "c.row_start, c.row_end, c.heading_path, c.char_start, c.char_end"
+)
+_READY = int(DocumentStatus.READY)
+_UPDATABLE = {"status", "error_message", "page_count", "sheet_names", "chunk_count", "graph_sync", "title",
+              "filename", "content_type", "file_type"}
+
+
+def _record(row: sqlite3.Row) -> DocumentRecord:
+    return DocumentRecord(
+        document_id=row["document_id"],
+        tenant=row["tenant"],
+        filename=row["filename"],
+        file_type=row["file_type"],
+        content_type=row["content_type"],
+        content_sha256=row["content_sha256"],
+        size_bytes=row["size_bytes"],
+        status=DocumentStatus(row["status"]),
+        error_message=row["error_message"],
+        page_count=row["page_count"],
+        sheet_names=tuple(json.loads(row["sheet_names"])),
+        chunk_count=row["chunk_count"],
+        graph_sync=GraphSyncState(row["graph_sync"]),
+        title=row["title"],
+        create_time=row["create_time"],
+        update_time=row["update_time"],
+    )
+
+
+def _chunk(row: sqlite3.Row) -> Chunk:
+    return Chunk(
+        chunk_id=row["chunk_id"],
+        tenant=row["tenant"],
+        ordinal=row["ordinal"],
+        text=row["text"],
+        provenance=Provenance(
+            document_id=row["document_id"],
+            filename=row["filename"],
+            page=row["page"],
+            sheet_name=row["sheet_name"],
+            row_start=row["row_start"],
+            row_end=row["row_end"],
+            heading_path=tuple(json.loads(row["heading_path"])),
+            char_start=row["char_start"],
+            char_end=row["char_end"],
+            section_index=row["section_index"],
+        ),
+    )
+
+
+def _placeholders(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class MetadataStore:
+    """Thread-safe: one connection, one lock; callers on the event loop use ``asyncio.to_thread``."""
+
+    def __init__(self, path: pathlib.Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._conn.row_factory = sqlite3.Row
+        self._lock = threading.RLock()
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA busy_timeout=5000")
+            self._conn.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def _tx(self):
+        return _Transaction(self._conn, self._lock)
+
+    # -- documents -------------------------------------------------------------------
+    def upsert_document(self, record: DocumentRecord) -> None:
+        """Inserts a new document, or resets a failed one being uploaded again."""
+        with self._tx() as db:
+            db.execute(
+                f"INSERT INTO documents ({_DOC_COLUMNS}) VALUES ({_placeholders(16)}) "
+                "ON CONFLICT(document_id) DO UPDATE SET filename=excluded.filename, file_type=excluded.file_type, "
+                "content_type=excluded.content_type, status=excluded.status, error_message='', "
+                "update_time=excluded.update_time",
+                (
+                    record.document_id, record.tenant, record.filename, record.file_type, record.content_type,
+                    record.content_sha256, record.size_bytes, int(record.status), record.error_message,
+                    record.page_count, json.dumps(list(record.sheet_names)), record.chunk_count,
+                    int(record.graph_sync), record.title, record.create_time, record.update_time,
+                ),
+            )
+
+    def update_document(self, document_id: str, **fields) -> None:
+        unknown = set(fields) - _UPDATABLE
+        if unknown:
+            raise ValueError(f"not updatable: {sorted(unknown)}")
+        values = {k: _column_value(v) for k, v in fields.items()}
+        values["update_time"] = time.time()
+        assignments = ", ".join(f"{k}=?" for k in values)
+        with self._tx() as db:
+            row = db.execute("SELECT tenant, status FROM documents WHERE document_id=?", (document_id,)).fetchone()
+            db.execute(f"UPDATE documents SET {assignments} WHERE document_id=?", (*values.values(), document_id))
+            # A READY document leaving READY (re-index) hides its chunks: derived indexes must notice.
+            if row and row["status"] == _READY and values.get("status", _READY) != _READY:
+                _bump(db, row["tenant"])
+
+    def get_document(self, tenant: str, document_id: str) -> DocumentRecord | None:
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents WHERE tenant=? AND document_id=?", (tenant, document_id)
+            ).fetchone()
+        return _record(row) if row else None
+
+    def list_documents(
+        self, tenant: str, limit: int, after: tuple[float, str] | None = None
+    ) -> list[DocumentRecord]:
+        """Newest first; ``after`` is the (create_time, document_id) of the last row already seen."""
+        sql = f"SELECT {_DOC_COLUMNS} FROM documents WHERE tenant=?"
+        args: list = [tenant]
+        if after is not None:
+            sql += " AND (create_time < ? OR (create_time = ? AND document_id < ?))"
+            args += [after[0], after[0], after[1]]
+        sql += " ORDER BY create_time DESC, document_id DESC LIMIT ?"
+        args.append(limit)
+        with self._lock:
+            return [_record(r) for r in self._conn.execute(sql, args).fetchall()]
+
+    def count_documents(self, tenant: str) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM documents WHERE tenant=?", (tenant,)).fetchone()[0]
+
+    def unfinished_documents(self) -> list[DocumentRecord]:
+        """Documents in a non-terminal status (left behind by a crash), oldest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents WHERE status NOT IN (?, ?) ORDER BY create_time",
+                (_READY, int(DocumentStatus.FAILED)),
+            ).fetchall()
+        return [_record(r) for r in rows]
+
+    def delete_document(self, tenant: str, document_id: str) -> list[str]:
+        """Removes the document, its sections and chunk rows in one transaction; returns chunk ids."""
+        with self._tx() as db:
+            ids = [r[0] for r in db.execute(
+                "SELECT chunk_id FROM chunks WHERE tenant=? AND document_id=?", (tenant, document_id))]
+            db.execute("DELETE FROM chunks WHERE tenant=? AND document_id=?", (tenant, document_id))
+            db.execute("DELETE FROM sections WHERE document_id=?", (document_id,))
+            gone = db.execute("DELETE FROM documents WHERE tenant=? AND document_id=?", (tenant, document_id))
+            if ids or gone.rowcount:
+                _bump(db, tenant)
+        return ids
+
+    # -- publication: the commit point of an ingest ----------------------------------
+    def publish(
+        self,
+        record: DocumentRecord,
+        sections: Sequence[Section],
+        chunks: Sequence[Chunk],
+        graph_sync: GraphSyncState,
+    ) -> list[str]:
+        """Replaces the document's sections and chunks and marks it READY, atomically.
+
+        Returns the ids of chunk rows that existed before and are gone now (a re-index that
+        produced fewer chunks), so the caller can drop their vectors.
+        """
+        with self._tx() as db:
+            old = {r[0] for r in db.execute("SELECT chunk_id FROM chunks WHERE document_id=?", (record.document_id,))}
+            db.execute("DELETE FROM chunks WHERE document_id=?", (record.document_id,))
+            db.execute("DELETE FROM sections WHERE document_id=?", (record.document_id,))
+            db.executemany(
+                "INSERT INTO sections VALUES (?,?,?,?,?,?,?)",
+                [
+                    (record.document_id, i, s.page, s.sheet_name, json.dumps(list(s.heading_path)),
+                     json.dumps([list(r) for r in s.row_starts]), s.text)
+                    for i, s in enumerate(sections)
+                ],
+            )
+            db.executemany(
+                "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (c.chunk_id, vector_key(c.chunk_id), c.tenant, c.document_id, c.ordinal,
+                     c.provenance.section_index, c.text, c.provenance.filename, c.provenance.page,
+                     c.provenance.sheet_name, c.provenance.row_start, c.provenance.row_end,
+                     json.dumps(list(c.provenance.heading_path)), c.provenance.char_start, c.provenance.char_end)
+                    for c in chunks
+                ],
+            )
+            db.execute(
+                "UPDATE documents SET status=?, error_message='', chunk_count=?, page_count=?, sheet_names=?, "
+                "title=?, graph_sync=?, update_time=? WHERE document_id=?",
+                (_READY, len(chunks), record.page_count, json.dumps(list(record.sheet_names)), record.title,
+                 int(graph_sync), time.time(), record.document_id),
+            )
+            _bump(db, record.tenant)
+        return sorted(old - {c.chunk_id for c in chunks})
+
+    def clear_chunks(self, tenant: str, document_id: str) -> list[str]:
+        """Drops a document's chunk rows and sections (a failed ingest); returns the chunk ids."""
+        with self._tx() as db:
+            ids = [r[0] for r in db.execute(
+                "SELECT chunk_id FROM chunks WHERE tenant=? AND document_id=?", (tenant, document_id))]
+            db.execute("DELETE FROM chunks WHERE tenant=? AND document_id=?", (tenant, document_id))
+            db.execute("DELETE FROM sections WHERE document_id=?", (document_id,))
+            if ids:
+                _bump(db, tenant)
+        return ids
+
+    def sections(self, document_id: str) -> list[Section]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT page, sheet_name, heading_path, row_starts, text FROM sections WHERE document_id=? "
+                "ORDER BY position",
+                (document_id,),
+            ).fetchall()
+        return [
+            Section(text=r["text"], page=r["page"], sheet_name=r["sheet_name"],
+                    heading_path=tuple(json.loads(r["heading_path"])),
+                    row_starts=tuple(tuple(x) for x in json.loads(r["row_starts"])))
+            for r in rows
+        ]
+
+    # -- chunk reads (ready documents only) --------------------------------------------
+    def get_chunks(self, tenant: str, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """Chunks of READY documents of this tenant, in the order asked; unknown ids are skipped."""
+        found: dict[str, Chunk] = {}
+        for batch in _batches(list(dict.fromkeys(chunk_ids))):
+            with self._lock:
+                rows = self._conn.execute(
+                    f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.document_id = c.document_id "
+                    f"WHERE c.tenant=? AND d.status=? AND c.chunk_id IN ({_placeholders(len(batch))})",
+                    (tenant, _READY, *batch),
+                ).fetchall()
+            found.update((r["chunk_id"], _chunk(r)) for r in rows)
+        return [found[i] for i in chunk_ids if i in found]
+
+    def document_chunks(self, tenant: str, document_id: str) -> list[Chunk]:
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.document_id = c.document_id "
+                "WHERE c.tenant=? AND c.document_id=? AND d.status=? ORDER BY c.ordinal",
+                (tenant, document_id, _READY),
+            ).fetchall()
+        return [_chunk(r) for r in rows]
+
+    def visible_ids_for_keys(self, tenant: str, keys: Sequence[int]) -> dict[int, str]:
+        """FAISS keys -> chunk ids, keeping only chunks of this tenant's READY documents."""
+        result: dict[int, str] = {}
+        for batch in _batches(list(keys)):
+            with self._lock:
+                rows = self._conn.execute(
+                    "SELECT c.vector_key, c.chunk_id FROM chunks c JOIN documents d ON d.document_id = c.document_id "
+                    f"WHERE c.tenant=? AND d.status=? AND c.vector_key IN ({_placeholders(len(batch))})",
+                    (tenant, _READY, *batch),
+                ).fetchall()
+            result.update((r[0], r[1]) for r in rows)
+        return result
+
+    def visible_chunk_ids(self, tenant: str, document_ids: Iterable[str] | None = None) -> list[str]:
+        sql = ("SELECT c.chunk_id FROM chunks c JOIN documents d ON d.document_id = c.document_id "
+               "WHERE c.tenant=? AND d.status=?")
+        args: list = [tenant, _READY]
+        if document_ids is not None:
+            ids = list(document_ids)
+            sql += f" AND c.document_id IN ({_placeholders(len(ids))})"
+            args += ids
+        with self._lock:
+            return [r[0] for r in self._conn.execute(sql, args)]
+
+    def visible_texts(self, tenant: str) -> tuple[int, list[tuple[str, str]]]:
+        """(generation, [(chunk id, text)]) of every visible chunk, read in one snapshot."""
+        with self._tx() as db:
+            generation = _generation(db, tenant)
+            rows = db.execute(
+                "SELECT c.chunk_id, c.text FROM chunks c JOIN documents d ON d.document_id = c.document_id "
+                "WHERE c.tenant=? AND d.status=? ORDER BY c.rowid",
+                (tenant, _READY),
+            ).fetchall()
+        return generation, [(r[0], r[1]) for r in rows]
+
+    def generation(self, tenant: str) -> int:
+        with self._lock:
+            return _generation(self._conn, tenant)
+
+    def tenants(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT DISTINCT tenant FROM chunks")]
+
+    def known_chunk_ids(self) -> set[str]:
+        """Every chunk row, visible or not (for reconciling the vector store at startup)."""
+        with self._lock:
+            return {r[0] for r in self._conn.execute("SELECT chunk_id FROM chunks")}
+
+
+class _Transaction:
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
+        self._conn = conn
+        self._lock = lock
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._lock.acquire()
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._lock.release()
+            raise
+        return self._conn
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self._lock.release()
+
+
+def _bump(db: sqlite3.Connection, tenant: str) -> None:
+    db.execute(
+        "INSERT INTO generations (tenant, generation) VALUES (?, 1) "
+        "ON CONFLICT(tenant) DO UPDATE SET generation = generation + 1",
+        (tenant,),
+    )
+
+
+def _generation(db: sqlite3.Connection, tenant: str) -> int:
+    row = db.execute("SELECT generation FROM generations WHERE tenant=?", (tenant,)).fetchone()
+    return row[0] if row else 0
+
+
+def _column_value(value):
+    if isinstance(value, (tuple, list)):
+        return json.dumps(list(value))
+    if isinstance(value, (DocumentStatus, GraphSyncState)):
+        return int(value)
+    return value
+
+
+def _batches(items: list, size: int = 500):
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
