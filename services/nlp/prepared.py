@@ -17,6 +17,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -31,6 +32,7 @@ _MARKUP = re.compile(r"[<>{}`*#|\\=/_~^&@]")
 MAX_MARKUP_SHARE = 0.03
 """Code, HTML and Markdown syntax lines are not prose."""
 _STRETCHES = 20
+T = TypeVar("T")
 
 
 def _default_encoder(texts: list[str]) -> np.ndarray:
@@ -49,6 +51,8 @@ class PreparedText:
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _candidates: list[int] | None = field(init=False, default=None)
     _vectors: np.ndarray | None = field(init=False, default=None)
+    _derived: dict[str, Any] = field(init=False, default_factory=dict)
+    _derived_locks: dict[str, threading.Lock] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.spans = sentence_spans(self.text)
@@ -56,6 +60,16 @@ class PreparedText:
     def sentence(self, index: int) -> str:
         start, end = self.spans[index]
         return self.text[start:end]
+
+    def derived(self, name: str, compute: Callable[[PreparedText], T]) -> T:
+        """``compute(self)``, run once per name however many threads ask (e.g. the grounding
+        shared by discussion points and recommendations in one Analyze call)."""
+        with self._lock:
+            lock = self._derived_locks.setdefault(name, threading.Lock())
+        with lock:
+            if name not in self._derived:
+                self._derived[name] = compute(self)
+            return self._derived[name]
 
     @property
     def candidates(self) -> list[int]:

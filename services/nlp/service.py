@@ -2,17 +2,48 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+
 from docuthinker.nlp.v1 import nlp_service_pb2, nlp_service_pb2_grpc
+from services.nlp.operations import NlpOperations
 from services.nlp.servicer import NlpServicer
+from services.nlp.settings import NlpSettings
+from services.nlp.sources import RagDocumentTexts
 from services.runtime import MeshSettings, ServiceBinding
 
 FULL_NAME = nlp_service_pb2.DESCRIPTOR.services_by_name["NlpService"].full_name
+log = logging.getLogger("docuthinker.nlp")
 
 
-def binding(settings: MeshSettings) -> ServiceBinding:
-    servicer = NlpServicer()
+def binding(settings: MeshSettings, nlp: NlpSettings | None = None, *, warm_up: bool = True) -> ServiceBinding:
+    ops = NlpOperations.from_settings(nlp or NlpSettings())
+    documents = RagDocumentTexts(settings)
+    servicer = NlpServicer(ops, documents)
+    background: set[asyncio.Task] = set()
+
+    async def on_start() -> None:
+        if warm_up:
+            # Models load in the background: the server reports SERVING at once, and a
+            # request that arrives first simply waits for the same lazy load.
+            task = asyncio.create_task(asyncio.to_thread(_warm, ops))
+            background.add(task)
+            task.add_done_callback(background.discard)
+
+    async def on_stop() -> None:
+        await documents.close()
+
     return ServiceBinding(
         name="nlp",
         full_names=[FULL_NAME],
         register=lambda server: nlp_service_pb2_grpc.add_NlpServiceServicer_to_server(servicer, server),
+        on_start=on_start,
+        on_stop=on_stop,
     )
+
+
+def _warm(ops: NlpOperations) -> None:
+    try:
+        ops.warm_up()
+    except Exception:  # noqa: BLE001 - the first request will report the same failure properly
+        log.exception("model warm-up failed")

@@ -2,69 +2,75 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from docuthinker.nlp.v1 import nlp_service_pb2 as pb
 from docuthinker.nlp.v1 import nlp_service_pb2_grpc as pb_grpc
-from services.nlp import analytics
-from services.nlp.sources import resolve_text
-from services.runtime.errors import status_from_exception
+from services.nlp import analyze, key_ideas, messages, summarize, topics
+from services.nlp.operations import NlpOperations
+from services.nlp.sources import DocumentTexts, resolve_text
+from services.runtime.errors import require
 
-LOCAL_ENGINE = pb.Engine(provider="local", model="docuthinker-text-stats")
-
-
-def _analytics_pb(result: analytics.Analytics) -> pb.ComputeAnalyticsResponse:
-    return pb.ComputeAnalyticsResponse(
-        characters=result.characters,
-        words=result.words,
-        sentences=result.sentences,
-        paragraphs=result.paragraphs,
-        reading_time_minutes=result.reading_time_minutes,
-        flesch_reading_ease=result.flesch_reading_ease,
-        lexical_diversity=result.lexical_diversity,
-        average_sentence_length=result.average_sentence_length,
-        top_keywords=[pb.KeywordCount(keyword=k, count=c) for k, c in result.top_keywords],
-        engine=LOCAL_ENGINE,
-    )
+DEFAULT_TOP_KEYWORDS = 10
 
 
 class NlpServicer(pb_grpc.NlpServiceServicer):
+    def __init__(self, ops: NlpOperations, documents: DocumentTexts) -> None:
+        self._ops = ops
+        self._documents = documents
+
+    async def _text(self, request) -> str:
+        return await resolve_text(request, self._documents, self._ops.settings.max_text_chars)
+
+    async def ExtractEntities(self, request: pb.ExtractEntitiesRequest, context) -> pb.ExtractEntitiesResponse:
+        text = await self._text(request)
+        return messages.entities_response(await self._ops.entities(text, list(request.labels)))
+
+    async def AnalyzeSentiment(self, request: pb.AnalyzeSentimentRequest, context) -> pb.AnalyzeSentimentResponse:
+        return messages.sentiment_response(await self._ops.sentiment(await self._text(request)))
+
+    async def Summarize(self, request: pb.SummarizeRequest, context) -> pb.SummarizeResponse:
+        limits = summarize.Limits.of(request.max_sentences, request.max_words)
+        prepared = self._ops.prepare(await self._text(request))
+        result = await self._ops.summary(prepared, messages.summary_style(request.style), limits)
+        return messages.summary_response(result)
+
+    async def ExtractKeyIdeas(self, request: pb.ExtractKeyIdeasRequest, context) -> pb.ExtractKeyIdeasResponse:
+        count = key_ideas.count_of(request.max_ideas)
+        prepared = self._ops.prepare(await self._text(request))
+        return messages.key_ideas_response(await self._ops.key_ideas(prepared, count))
+
+    async def ExtractTopics(self, request: pb.ExtractTopicsRequest, context) -> pb.ExtractTopicsResponse:
+        count = topics.count_of(request.max_topics)
+        prepared = self._ops.prepare(await self._text(request))
+        return messages.topics_response(await self._ops.topics(prepared, count))
+
+    async def GenerateDiscussionPoints(
+        self, request: pb.GenerateDiscussionPointsRequest, context
+    ) -> pb.GenerateDiscussionPointsResponse:
+        prepared = self._ops.prepare(await self._text(request))
+        return messages.points_response(await self._ops.discussion_points(prepared))
+
+    async def GenerateRecommendations(
+        self, request: pb.GenerateRecommendationsRequest, context
+    ) -> pb.GenerateRecommendationsResponse:
+        prepared = self._ops.prepare(await self._text(request))
+        return messages.recommendations_response(await self._ops.recommendations(prepared))
+
+    async def RewriteText(self, request: pb.RewriteTextRequest, context) -> pb.RewriteTextResponse:
+        return messages.rewrite_response(await self._ops.rewrite(await self._text(request), request.style))
+
+    async def TranslateText(self, request: pb.TranslateTextRequest, context) -> pb.TranslateTextResponse:
+        text = await self._text(request)
+        return messages.translate_response(await self._ops.translate(text, request.target_language))
+
     async def ComputeAnalytics(self, request: pb.ComputeAnalyticsRequest, context) -> pb.ComputeAnalyticsResponse:
-        text = await resolve_text(request)
-        return _analytics_pb(analytics.compute(text, request.top_keywords or 10))
+        require(0 <= request.top_keywords <= 100, "top_keywords", "must be 0..100 (0 means 10)")
+        text = await self._text(request)
+        return messages.analytics_response(
+            await self._ops.analytics(text, request.top_keywords or DEFAULT_TOP_KEYWORDS)
+        )
 
     async def Analyze(self, request: pb.AnalyzeRequest, context):
-        text = await resolve_text(request)
-        operations = list(dict.fromkeys(request.operations)) or [pb.OPERATION_ANALYTICS]
-        runners = {pb.OPERATION_ANALYTICS: lambda: ("analytics", _analytics_pb(analytics.compute(text)))}
-
-        async def run(op: int) -> pb.OperationResult:
-            started = time.perf_counter()
-            try:
-                runner = runners.get(op)
-                if runner is None:
-                    raise NotImplementedError
-                field, value = await asyncio.to_thread(runner)
-                result = pb.OperationResult(operation=op, **{field: value})
-            except NotImplementedError:
-                from services.runtime.errors import Unimplemented
-
-                result = pb.OperationResult(
-                    operation=op,
-                    error=Unimplemented(f"{pb.Operation.Name(op)} is not implemented yet").to_status_proto(),
-                )
-            except Exception as exc:  # noqa: BLE001 - reported in-band per operation
-                result = pb.OperationResult(operation=op, error=status_from_exception(exc))
-            result.duration_ms = (time.perf_counter() - started) * 1000
-            return result
-
-        ok = failed = 0
-        for next_done in asyncio.as_completed([run(op) for op in operations]):
-            result = await next_done
-            if result.WhichOneof("result") == "error":
-                failed += 1
-            else:
-                ok += 1
-            yield pb.AnalyzeResponse(result=result)
-        yield pb.AnalyzeResponse(done=pb.AnalyzeDone(succeeded=ok, failed=failed))
+        text = await self._text(request)
+        jobs = analyze.plan(self._ops, self._ops.prepare(text), request.operations)
+        async for event in analyze.stream(jobs):
+            yield event

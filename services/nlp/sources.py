@@ -1,10 +1,76 @@
-"""Resolves an NLP request's input: inline text, or a stored document fetched from RAG."""
+"""Resolves an NLP request's input: inline text, or a stored document's text fetched from RAG."""
 
 from __future__ import annotations
 
-from services.runtime.errors import FieldViolation, InvalidArgument, ResourceExhausted, Unimplemented
+from typing import Protocol
+
+import grpc
+
+from docuthinker.rag.v1 import rag_service_pb2, rag_service_pb2_grpc
+from services.runtime import MeshSettings, service_channel
+from services.runtime.errors import (
+    FailedPrecondition,
+    FieldViolation,
+    InvalidArgument,
+    NotFound,
+    ResourceExhausted,
+    Unavailable,
+    from_rpc_error,
+)
 
 MAX_TEXT_CHARS = 2_000_000
+
+
+class DocumentTexts(Protocol):
+    """Where the text of a stored document comes from (the RAG service in the mesh)."""
+
+    async def fetch(self, document_id: str) -> str: ...
+
+    async def close(self) -> None: ...
+
+
+class RagDocumentTexts:
+    """``RagService.GetDocumentText`` over the mesh channel (tenant, request id and deadline propagate)."""
+
+    def __init__(self, settings: MeshSettings) -> None:
+        self._settings = settings
+        self._channel: grpc.aio.Channel | None = None
+
+    def _stub(self) -> rag_service_pb2_grpc.RagServiceStub:
+        if self._channel is None:  # created on first use, inside the server's event loop
+            self._channel = service_channel("rag", self._settings)
+        return rag_service_pb2_grpc.RagServiceStub(self._channel)
+
+    async def fetch(self, document_id: str) -> str:
+        request = rag_service_pb2.GetDocumentTextRequest(document_id=document_id)
+        try:
+            response = await self._stub().GetDocumentText(request)
+        except grpc.aio.AioRpcError as exc:
+            raise _mapped(exc, document_id) from exc
+        # Sections are pages, sheets or heading blocks: a blank line keeps them apart as paragraphs.
+        return "\n\n".join(s.text.strip() for s in response.sections if s.text.strip())
+
+    async def close(self) -> None:
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None
+
+
+def _mapped(exc: grpc.aio.AioRpcError, document_id: str):
+    code = exc.code()
+    if code == grpc.StatusCode.NOT_FOUND:
+        return NotFound(
+            f"document {document_id!r} does not exist for this tenant",
+            reason="DOCUMENT_NOT_FOUND",
+            metadata={"document_id": document_id},
+        )
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNIMPLEMENTED):
+        return Unavailable(
+            f"cannot fetch document {document_id!r}: the RAG service is unavailable ({exc.details() or code.name})",
+            reason="RAG_UNAVAILABLE",
+            metadata={"document_id": document_id},
+        )
+    return from_rpc_error(exc, "rag")
 
 
 def validate_text(text: str, field: str = "text", limit: int = MAX_TEXT_CHARS) -> str:
@@ -18,18 +84,32 @@ def validate_text(text: str, field: str = "text", limit: int = MAX_TEXT_CHARS) -
         raise ResourceExhausted(
             f"{field} has {len(text)} characters; the limit is {limit}",
             reason="TEXT_TOO_LARGE",
-            metadata={"limit": str(limit), "size": str(len(text))},
+            metadata={"limit": str(limit), "size": str(len(text)), "setting": "DOCUTHINKER_NLP_MAX_TEXT_CHARS"},
         )
     return text
 
 
-async def resolve_text(request) -> str:
+async def resolve_text(request, documents: DocumentTexts | None = None, limit: int = MAX_TEXT_CHARS) -> str:
     """The text of a request with a ``source`` oneof of ``text`` or ``document_id``."""
     which = request.WhichOneof("source")
     if which == "text":
-        return validate_text(request.text)
+        return validate_text(request.text, "text", limit)
     if which == "document_id":
-        raise Unimplemented("document_id input is not available yet; send text")
+        document_id = request.document_id.strip()
+        if not document_id:
+            raise InvalidArgument(
+                "document_id is empty", violations=[FieldViolation("document_id", "must not be empty")]
+            )
+        if documents is None:
+            raise Unavailable("stored documents cannot be read here: no RAG client", reason="RAG_UNAVAILABLE")
+        text = await documents.fetch(document_id)
+        if not text.strip():
+            raise FailedPrecondition(
+                f"document {document_id!r} has no extractable text (e.g. a scan without a text layer)",
+                reason="DOCUMENT_HAS_NO_TEXT",
+                metadata={"document_id": document_id},
+            )
+        return validate_text(text, "document text", limit)
     raise InvalidArgument(
         "either text or document_id is required",
         reason="MISSING_SOURCE",

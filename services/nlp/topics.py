@@ -127,19 +127,24 @@ def _usable(token) -> bool:
 
 
 def _phrases(run: list, offset: int, found: dict[str, _Candidate]) -> None:
-    """Every sub-phrase of ``run`` of up to three words that ends in a noun."""
-    for end in range(len(run)):
-        if run[end].tag_ not in _HEAD_TAGS:
-            continue
-        for start in range(max(0, end - MAX_PHRASE_WORDS + 1), end + 1):
-            tokens = run[start : end + 1]
-            key = " ".join(_singular(t) for t in tokens)
-            proper = all(t.tag_ in _PROPER_TAGS for t in tokens)
-            surface = " ".join(t.text if proper else t.text.lower() for t in tokens)
-            candidate = found.get(key)
-            if candidate is None:
-                candidate = found[key] = _Candidate(key, offset + tokens[0].idx, Counter())
-            candidate.surfaces[surface] += 1
+    """The phrases of up to three words that end at the head (last noun) of ``run``.
+
+    "new European data centre" gives "centre", "data centre" and "European data centre",
+    never "European data", which is no phrase of the text.
+    """
+    heads = [i for i, token in enumerate(run) if token.tag_ in _HEAD_TAGS]
+    if not heads:
+        return
+    end = heads[-1]
+    for start in range(max(0, end - MAX_PHRASE_WORDS + 1), end + 1):
+        tokens = run[start : end + 1]
+        key = " ".join(_singular(t) for t in tokens)
+        # Proper nouns keep their case ("European Union"); common words are lowercased.
+        surface = " ".join(t.text if t.tag_ in _PROPER_TAGS else t.text.lower() for t in tokens)
+        candidate = found.get(key)
+        if candidate is None:
+            candidate = found[key] = _Candidate(key, offset + tokens[0].idx, Counter())
+        candidate.surfaces[surface] += 1
 
 
 def _singular(token) -> str:

@@ -1,0 +1,112 @@
+"""Domain results -> protobuf messages of docuthinker.nlp.v1 (and request enums -> domain)."""
+
+from __future__ import annotations
+
+from docuthinker.nlp.v1 import nlp_service_pb2 as pb
+from services.nlp import analytics, entities, generative, key_ideas, sentiment, summarize, topics
+from services.nlp.engines import TEXT_STATS, Engine
+
+_LABELS = {
+    sentiment.Label.POSITIVE: pb.SENTIMENT_LABEL_POSITIVE,
+    sentiment.Label.NEUTRAL: pb.SENTIMENT_LABEL_NEUTRAL,
+    sentiment.Label.NEGATIVE: pb.SENTIMENT_LABEL_NEGATIVE,
+}
+_PRIORITIES = {1: pb.PRIORITY_HIGH, 2: pb.PRIORITY_MEDIUM, 3: pb.PRIORITY_LOW}
+_STYLES = {summarize.Style.NARRATIVE: pb.SUMMARY_STYLE_NARRATIVE, summarize.Style.BULLETS: pb.SUMMARY_STYLE_BULLETS}
+
+
+def engine(value: Engine) -> pb.Engine:
+    return pb.Engine(provider=value.provider, model=value.model)
+
+
+def summary_style(value: int) -> summarize.Style:
+    return summarize.Style.BULLETS if value == pb.SUMMARY_STYLE_BULLETS else summarize.Style.NARRATIVE
+
+
+def entities_response(result: entities.EntitiesResult) -> pb.ExtractEntitiesResponse:
+    return pb.ExtractEntitiesResponse(
+        entities=[
+            pb.Entity(
+                text=e.text,
+                label=e.label,
+                count=e.count,
+                mentions=[pb.Mention(text=m.text, start=m.start, end=m.end) for m in e.mentions],
+            )
+            for e in result.entities
+        ],
+        engine=engine(result.engine),
+    )
+
+
+def _sentiment(value: sentiment.Sentiment) -> pb.Sentiment:
+    return pb.Sentiment(label=_LABELS[value.label], score=value.score, confidence=value.confidence)
+
+
+def sentiment_response(result: sentiment.SentimentResult) -> pb.AnalyzeSentimentResponse:
+    return pb.AnalyzeSentimentResponse(
+        overall=_sentiment(result.overall),
+        sentences=[
+            pb.SentenceSentiment(text=s.text, start=s.start, end=s.end, sentiment=_sentiment(s.sentiment))
+            for s in result.sentences
+        ],
+        engine=engine(result.engine),
+    )
+
+
+def summary_response(result: summarize.Summary) -> pb.SummarizeResponse:
+    return pb.SummarizeResponse(
+        summary=result.summary,
+        bullets=list(result.bullets),
+        sentences=[pb.SummarySentence(text=s.text, start=s.start, end=s.end) for s in result.sentences],
+        style=_STYLES[result.style],
+        engine=engine(result.engine),
+    )
+
+
+def key_ideas_response(result: key_ideas.KeyIdeas) -> pb.ExtractKeyIdeasResponse:
+    return pb.ExtractKeyIdeasResponse(ideas=list(result.ideas), engine=engine(result.engine))
+
+
+def topics_response(result: topics.TopicsResult) -> pb.ExtractTopicsResponse:
+    return pb.ExtractTopicsResponse(
+        topics=[pb.Topic(name=t.name, weight=t.weight) for t in result.topics], engine=engine(result.engine)
+    )
+
+
+def points_response(result: generative.Points) -> pb.GenerateDiscussionPointsResponse:
+    return pb.GenerateDiscussionPointsResponse(points=list(result.points), engine=engine(result.engine))
+
+
+def recommendations_response(result: generative.Recommendations) -> pb.GenerateRecommendationsResponse:
+    return pb.GenerateRecommendationsResponse(
+        recommendations=[
+            pb.Recommendation(recommendation=a.recommendation, rationale=a.rationale, priority=_PRIORITIES[a.priority])
+            for a in result.items
+        ],
+        engine=engine(result.engine),
+    )
+
+
+def rewrite_response(result: generative.Rewritten) -> pb.RewriteTextResponse:
+    return pb.RewriteTextResponse(rewritten=result.text, style=result.instruction, engine=engine(result.engine))
+
+
+def translate_response(result: generative.Rewritten) -> pb.TranslateTextResponse:
+    return pb.TranslateTextResponse(
+        translated=result.text, target_language=result.instruction, engine=engine(result.engine)
+    )
+
+
+def analytics_response(result: analytics.Analytics) -> pb.ComputeAnalyticsResponse:
+    return pb.ComputeAnalyticsResponse(
+        characters=result.characters,
+        words=result.words,
+        sentences=result.sentences,
+        paragraphs=result.paragraphs,
+        reading_time_minutes=result.reading_time_minutes,
+        flesch_reading_ease=result.flesch_reading_ease,
+        lexical_diversity=result.lexical_diversity,
+        average_sentence_length=result.average_sentence_length,
+        top_keywords=[pb.KeywordCount(keyword=k, count=c) for k, c in result.top_keywords],
+        engine=engine(TEXT_STATS),
+    )
