@@ -4,12 +4,16 @@
   document context), at most the last 4 (the API's breakpoint limit).
 - JSON-schema output: a forced tool whose input schema is the requested schema. Every Claude
   model supports it (native structured outputs do not exist on the seed's sonnet-4).
+- Temperature: SDK 1.0 dropped the typed sampling parameters and models after Opus 4.6 reject
+  them (400), while the seed's sonnet-4 still honours them. It goes in ``extra_body`` for the
+  model families known to accept it, and is left out (API default) for the others.
 - ``max_retries=0``: retries and failover live in one layer only, the router.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -42,6 +46,7 @@ NAME = "anthropic"
 JSON_TOOL = "emit_json"
 MAX_CACHE_BREAKPOINTS = 4
 _EPHEMERAL = {"type": "ephemeral"}
+_SAMPLING_MODELS = re.compile(r"claude-3|claude-(sonnet|opus|haiku)-4(-[0-6])?(-\d{8})?$")
 
 
 class AnthropicProvider:
@@ -95,12 +100,9 @@ class AnthropicProvider:
         system = _system_blocks(request.system)
         messages = [_message(m) for m in request.messages]
         _limit_breakpoints([*system, *(b for m in messages for b in m["content"])])
-        params: dict[str, Any] = {
-            "model": model,
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-            "messages": messages,
-        }
+        params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens, "messages": messages}
+        if accepts_temperature(model):
+            params["extra_body"] = {"temperature": request.temperature}
         if system:
             params["system"] = system
         if request.timeout_s is not None:
@@ -144,6 +146,10 @@ class AnthropicProvider:
             stop_reason=stop,
             context_window=self._prices.context_window(message.model or self.model),
         )
+
+
+def accepts_temperature(model: str) -> bool:
+    return bool(_SAMPLING_MODELS.match(model))
 
 
 def _tool_use(block: Any) -> ToolUseBlock:

@@ -1,6 +1,7 @@
 """Gemini through the official ``google-genai`` SDK (``client.aio``).
 
-- ``base_url`` goes in ``HttpOptions`` (tests point it at a local server).
+- ``base_url`` goes in ``HttpOptions`` (tests point it at a local server); the API version is
+  pinned to ``v1beta``, where JSON-schema function parameters and response schemas live.
 - Tools are function declarations with a JSON-schema ``parameters_json_schema``; automatic
   function calling is off (we return calls to the caller, we never run Python callables).
 - JSON-schema output: ``response_mime_type=application/json`` + ``response_json_schema``.
@@ -43,6 +44,7 @@ from services.providers.errors import (
 from services.providers.pricing import PriceTable
 
 NAME = "gemini"
+API_VERSION = "v1beta"
 _DURATION = re.compile(r"^([0-9.]+)s$")
 
 
@@ -64,6 +66,7 @@ class GeminiProvider:
         self._timeout_s = timeout_s
         options = types.HttpOptions(
             base_url=base_url,
+            api_version=API_VERSION,
             timeout=int(timeout_s * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
         )

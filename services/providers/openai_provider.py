@@ -58,7 +58,8 @@ class OpenAIProvider:
         self.context_window = prices.context_window(model)
         self._prices = prices
         # OpenAI itself wants max_completion_tokens; compatible servers mostly know max_tokens only.
-        self._max_tokens_field = "max_tokens" if base_url else "max_completion_tokens"
+        official = base_url is None or "api.openai.com" in base_url
+        self.max_tokens_field = "max_completion_tokens" if official else "max_tokens"
         self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
@@ -122,7 +123,7 @@ class OpenAIProvider:
             "model": request.model or self.model,
             "messages": _messages(request),
             "temperature": request.temperature,
-            self._max_tokens_field: request.max_tokens,
+            self.max_tokens_field: request.max_tokens,
         }
         if request.timeout_s is not None:
             params["timeout"] = request.timeout_s
