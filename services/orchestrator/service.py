@@ -1,27 +1,149 @@
-"""Wires the orchestrator into the shared runtime."""
+"""Wires the orchestrator into the shared runtime: the composition root, and nothing else.
+
+All state lives in one SQLite file under ``<data_dir>/orchestrator``. Background work
+(dead-letter retries, warming the intent classifier, MCP connections) starts with the
+server and stops with it.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Callable
+
+import grpc
+
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2, orchestrator_service_pb2_grpc
+from services.models.embedder import get_embedder
+from services.orchestrator.agent_loop import AgentLoop
+from services.orchestrator.batch import BatchProcessor
+from services.orchestrator.chat import ChatResponder
+from services.orchestrator.circuit_breaker import CircuitBreakers
+from services.orchestrator.conversations import ConversationStore
+from services.orchestrator.costs import CostTracker
+from services.orchestrator.database import Database
+from services.orchestrator.dlq import DeadLetterQueue
+from services.orchestrator.downstream import MeshClient, provider_circuit, service_circuit
+from services.orchestrator.handlers import Operations
 from services.orchestrator.health import DOWNSTREAM, HealthProbe
-from services.orchestrator.servicer import OrchestratorServicer
+from services.orchestrator.insights import InsightStore
+from services.orchestrator.intents import Encoder, IntentClassifier
+from services.orchestrator.llm import LanguageModels
+from services.orchestrator.mcp_client import McpHub
+from services.orchestrator.servicer import Components, OrchestratorServicer
+from services.orchestrator.settings import OrchestratorSettings
+from services.orchestrator.summarizer import conversation_summarizer
+from services.orchestrator.supervisor import Supervisor, llm_classifier
+from services.orchestrator.tokens import TokenBudget
+from services.orchestrator.tools import ToolRegistry, register_builtins
+from services.providers.pricing import load_price_table
+from services.providers.router import Router, get_router
+from services.providers.settings import provider_settings
 from services.runtime import MeshSettings, ServiceBinding, service_channel
 
 FULL_NAME = orchestrator_service_pb2.DESCRIPTOR.services_by_name["OrchestratorService"].full_name
 
+log = logging.getLogger("docuthinker.orchestrator")
 
-def binding(settings: MeshSettings) -> ServiceBinding:
-    channels: dict = {}
-    servicer = OrchestratorServicer(HealthProbe(settings, channels))
+
+def binding(
+    settings: MeshSettings,
+    *,
+    config: OrchestratorSettings | None = None,
+    router: Router | None = None,
+    encoder_factory: Callable[[], Encoder] | None = None,
+) -> ServiceBinding:
+    config = config or OrchestratorSettings()
+    router = router or get_router()
+    prices = load_price_table(provider_settings().prices_file)
+    db = Database.in_data_dir(settings.data_dir)
+
+    breakers = CircuitBreakers(db, threshold=config.circuit_failure_threshold, cooldown_s=config.circuit_cooldown_s)
+    costs = CostTracker(
+        db,
+        prices,
+        daily_budget=config.daily_budget_usd,
+        monthly_budget=config.monthly_budget_usd,
+        warning_ratio=config.budget_warning_ratio,
+        retention_days=config.cost_retention_days,
+    )
+    llm = LanguageModels(router, breakers, costs)
+    llm.install()
+    breakers.declare(
+        [service_circuit(s) for s in DOWNSTREAM]
+        + [provider_circuit(p) for p in dict.fromkeys(router.providers_for("chat") + router.providers_for("agent"))]
+    )
+
+    channels: dict[str, grpc.aio.Channel] = {}
+    probe_channels: dict[str, grpc.aio.Channel] = {}
+    mesh = MeshClient(channels, breakers)
+    summarize = conversation_summarizer(llm, mesh)
+    tokens = TokenBudget(prices)
+    dlq = DeadLetterQueue(db, max_retries=config.dlq_max_retries, backoff_s=config.dlq_backoff_s)
+    insights = InsightStore(db)
+    conversations = ConversationStore(
+        db,
+        summarize,
+        max_messages=config.conversation_max_messages,
+        keep_last=config.conversation_keep_last,
+        max_conversations=config.max_conversations,
+    )
+    health = HealthProbe(settings, probe_channels)
+    operations = Operations(mesh, ChatResponder(llm, conversations, insights, tokens, summarize), insights, costs,
+                            health)
+    for name in operations.names():
+        dlq.register(name, lambda payload, op=name: operations.run(op, payload))
+
+    classifier = IntentClassifier(
+        encoder_factory or get_embedder, min_confidence=config.intent_min_confidence, llm=llm_classifier(llm)
+    )
+    registry = ToolRegistry()
+    register_builtins(registry, operations)
+    hub = McpHub(config.mcp_server_configs(), registry, config.mcp_timeout_s)
+    components = Components(
+        health=health,
+        supervisor=Supervisor(classifier, operations, dlq, costs, llm, tokens, config.max_batch_documents),
+        agent=AgentLoop(registry, llm, config.agent_max_iterations),
+        batch=BatchProcessor(
+            operations,
+            dlq,
+            batch_size=config.batch_size,
+            concurrency=config.batch_concurrency,
+            max_documents=config.max_batch_documents,
+        ),
+        tools=registry,
+        tokens=tokens,
+        costs=costs,
+        circuits=breakers,
+        dlq=dlq,
+        conversations=conversations,
+    )
+    servicer = OrchestratorServicer(components)
+    background: list[asyncio.Task] = []
+
+    async def warm_classifier() -> None:
+        try:
+            await asyncio.to_thread(classifier.warm)
+        except Exception:  # noqa: BLE001 - classification will retry the load and report then
+            log.exception("warming the intent classifier failed")
 
     async def on_start() -> None:
-        # Health probes must see failures at once: no transparent retries on this channel.
         for name in DOWNSTREAM:
-            channels[name] = service_channel(name, settings, retries=False)
+            channels[name] = service_channel(name, settings)
+            # Health probes must see failures at once: no transparent retries on these.
+            probe_channels[name] = service_channel(name, settings, retries=False)
+        background.append(asyncio.create_task(dlq.run(config.dlq_poll_s), name="dlq-retries"))
+        background.append(asyncio.create_task(warm_classifier(), name="warm-classifier"))
+        await hub.start()
 
     async def on_stop() -> None:
-        for channel in channels.values():
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
+        await hub.stop()
+        for channel in [*channels.values(), *probe_channels.values()]:
             await channel.close()
+        db.close()
 
     return ServiceBinding(
         name="orchestrator",

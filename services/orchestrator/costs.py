@@ -1,0 +1,232 @@
+"""Cost tracker: every LLM call's spend, by provider, model and intent, with daily and monthly budgets.
+
+Fed at runtime from two places: the provider router's listener (calls made by this process)
+and the usage that downstream answers report (RAG answers carry their own cost). Prices come
+from the shared table in ``services.providers.pricing``. Days and months are UTC; "week" is
+the last seven days.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import datetime as dt
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from services.orchestrator.database import Database
+from services.providers.base import Usage
+from services.providers.pricing import PriceTable
+from services.runtime.errors import InvalidArgument, ResourceExhausted
+
+PERIODS = ("today", "week", "month")
+UNATTRIBUTED = "unattributed"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS cost_records (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    intent TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cache_read_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    cost_usd REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cost_records_ts ON cost_records (ts);
+"""
+
+_intent: contextvars.ContextVar[str] = contextvars.ContextVar("docuthinker_cost_intent", default=UNATTRIBUTED)
+
+
+@contextmanager
+def intent_scope(intent: str) -> Iterator[None]:
+    """Attributes the LLM calls made inside the block (in this task and its children) to ``intent``."""
+    token = _intent.set(intent)
+    try:
+        yield
+    finally:
+        _intent.reset(token)
+
+
+def current_intent() -> str:
+    return _intent.get()
+
+
+@dataclass
+class SpendLog:
+    costs: list[float]
+
+    @property
+    def total(self) -> float:
+        return sum(self.costs)
+
+
+_spend: contextvars.ContextVar[SpendLog | None] = contextvars.ContextVar("docuthinker_spend", default=None)
+
+
+@contextmanager
+def track_spend() -> Iterator[SpendLog]:
+    """Sums what the calls made inside the block cost (this task and the tasks it starts)."""
+    log = SpendLog([])
+    token = _spend.set(log)
+    try:
+        yield log
+    finally:
+        _spend.reset(token)
+
+
+@dataclass(frozen=True)
+class Bucket:
+    cost: float = 0.0
+    requests: int = 0
+
+
+@dataclass(frozen=True)
+class BudgetStatus:
+    daily_budget: float
+    monthly_budget: float
+    daily_spent: float
+    monthly_spent: float
+    warning: bool
+    """Either budget is at or beyond the warning ratio."""
+
+
+@dataclass(frozen=True)
+class CostReport:
+    period: str
+    by_provider: dict[str, Bucket]
+    by_intent: dict[str, Bucket]
+    total_cost: float
+    total_requests: int
+    budget: BudgetStatus
+
+
+class CostTracker:
+    def __init__(
+        self,
+        db: Database,
+        prices: PriceTable,
+        *,
+        daily_budget: float = 10.0,
+        monthly_budget: float = 200.0,
+        warning_ratio: float = 0.8,
+        retention_days: int = 62,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._db = db
+        self.prices = prices
+        self.daily_budget = daily_budget
+        self.monthly_budget = monthly_budget
+        self.warning_ratio = warning_ratio
+        self._retention_s = retention_days * 86_400
+        self._clock = clock
+        db.script(_SCHEMA)
+
+    def record(self, provider: str, model: str, usage: Usage, intent: str | None = None) -> float:
+        """Stores one call; its cost is ``usage.cost_usd`` when the caller priced it, else the table's."""
+        cost = usage.cost_usd if usage.cost_usd > 0 else self.prices.price_of(model).cost(usage)
+        now = self._clock()
+        with self._db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO cost_records (ts, provider, model, intent, input_tokens, output_tokens,"
+                " cache_read_tokens, cache_write_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    now,
+                    provider,
+                    model,
+                    intent or current_intent(),
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                    cost,
+                ),
+            )
+            conn.execute("DELETE FROM cost_records WHERE ts < ?", (now - self._retention_s,))
+        spend = _spend.get()
+        if spend is not None:
+            spend.costs.append(cost)
+        return cost
+
+    def estimate(self, model: str, prompt_tokens: int, output_tokens: int) -> float:
+        """Upper-bound cost of a call before it is made (no cache discount assumed)."""
+        return self.prices.price_of(model).cost(Usage(input_tokens=prompt_tokens, output_tokens=output_tokens))
+
+    def budget(self) -> BudgetStatus:
+        now = self._clock()
+        daily = self._spent_since(_day_start(now))
+        monthly = self._spent_since(_month_start(now))
+        warning = _over(daily, self.daily_budget * self.warning_ratio) or _over(
+            monthly, self.monthly_budget * self.warning_ratio
+        )
+        return BudgetStatus(self.daily_budget, self.monthly_budget, daily, monthly, warning)
+
+    def check(self, estimated_cost: float = 0.0) -> BudgetStatus:
+        """Raises RESOURCE_EXHAUSTED when the spend so far plus ``estimated_cost`` exceeds a budget."""
+        status = self.budget()
+        for name, spent, limit in (
+            ("daily", status.daily_spent, status.daily_budget),
+            ("monthly", status.monthly_spent, status.monthly_budget),
+        ):
+            if spent + estimated_cost > limit:
+                raise ResourceExhausted(
+                    f"{name} LLM budget of ${limit:.6g} exhausted: spent ${spent:.6g},"
+                    f" this request needs about ${estimated_cost:.6g}",
+                    reason="BUDGET_EXCEEDED",
+                    metadata={
+                        "budget": name,
+                        "limit_usd": f"{limit:.6g}",
+                        "spent_usd": f"{spent:.6g}",
+                        "estimated_usd": f"{estimated_cost:.6g}",
+                    },
+                )
+        return status
+
+    def report(self, period: str = "today") -> CostReport:
+        period = period or "today"
+        if period not in PERIODS:
+            raise InvalidArgument(
+                f"unknown period {period!r}; expected one of {', '.join(PERIODS)}", reason="BAD_PERIOD"
+            )
+        now = self._clock()
+        since = {"today": _day_start(now), "week": now - 7 * 86_400, "month": _month_start(now)}[period]
+        by_provider = self._grouped("provider", since)
+        by_intent = self._grouped("intent", since)
+        return CostReport(
+            period=period,
+            by_provider=by_provider,
+            by_intent=by_intent,
+            total_cost=sum(b.cost for b in by_provider.values()),
+            total_requests=sum(b.requests for b in by_provider.values()),
+            budget=self.budget(),
+        )
+
+    def _grouped(self, column: str, since: float) -> dict[str, Bucket]:
+        rows = self._db.query(
+            f"SELECT {column} AS k, SUM(cost_usd) AS cost, COUNT(*) AS n FROM cost_records"  # noqa: S608 - fixed column
+            " WHERE ts >= ? GROUP BY k",
+            (since,),
+        )
+        return {row["k"]: Bucket(float(row["cost"] or 0.0), int(row["n"])) for row in rows}
+
+    def _spent_since(self, since: float) -> float:
+        row = self._db.one("SELECT COALESCE(SUM(cost_usd), 0) AS s FROM cost_records WHERE ts >= ?", (since,))
+        return float(row["s"]) if row else 0.0
+
+
+def _over(spent: float, threshold: float) -> bool:
+    return threshold > 0 and spent >= threshold
+
+
+def _day_start(now: float) -> float:
+    day = dt.datetime.fromtimestamp(now, dt.UTC).date()
+    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp()
+
+
+def _month_start(now: float) -> float:
+    day = dt.datetime.fromtimestamp(now, dt.UTC)
+    return dt.datetime(day.year, day.month, 1, tzinfo=dt.UTC).timestamp()

@@ -1,0 +1,220 @@
+"""Dead-letter queue: failed downstream operations, retried with backoff, then parked for inspection.
+
+A letter is an operation name plus a JSON payload; the operation's handler is registered by
+the composition root (``service.py``), so a letter survives a restart and can still run. The
+background task retries due letters up to ``max_retries`` times (backoff doubling from
+``backoff_s``); after that the letter is parked until someone replays it by RPC. Each
+letter runs under the tenant that enqueued it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from services.orchestrator.database import Database
+from services.runtime import request_context
+from services.runtime.errors import FailedPrecondition, NotFound
+
+log = logging.getLogger("docuthinker.orchestrator.dlq")
+
+RETRYING, PARKED, REPLAYED = "retrying", "parked", "replayed"
+STATES = (RETRYING, PARKED, REPLAYED)
+
+Handler = Callable[[Mapping[str, Any]], Awaitable[Any]]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS dead_letters (
+    id TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    last_error TEXT NOT NULL,
+    retry_count INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    next_retry_at REAL
+);
+CREATE INDEX IF NOT EXISTS dead_letters_due ON dead_letters (state, next_retry_at);
+"""
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    id: str
+    tenant: str
+    operation: str
+    payload: dict[str, Any]
+    last_error: str
+    retry_count: int
+    state: str
+    created_at: float
+    next_retry_at: float | None
+
+
+@dataclass(frozen=True)
+class DeadLetterCounts:
+    parked: int
+    retrying: int
+    replayed: int
+
+
+class DeadLetterQueue:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        max_retries: int = 3,
+        backoff_s: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._db = db
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self._clock = clock
+        self._handlers: dict[str, Handler] = {}
+        self._in_flight: set[str] = set()
+        db.script(_SCHEMA)
+
+    def register(self, operation: str, handler: Handler) -> None:
+        self._handlers[operation] = handler
+
+    def enqueue(self, operation: str, payload: Mapping[str, Any], error: str, tenant: str | None = None) -> DeadLetter:
+        now = self._clock()
+        retrying = self.max_retries > 0
+        letter = DeadLetter(
+            id=uuid.uuid4().hex,
+            tenant=tenant or request_context.current_tenant(),
+            operation=operation,
+            payload=dict(payload),
+            last_error=error,
+            retry_count=0,
+            state=RETRYING if retrying else PARKED,
+            created_at=now,
+            next_retry_at=now + self.backoff_s if retrying else None,
+        )
+        self._db.execute(
+            "INSERT INTO dead_letters (id, tenant, operation, payload, last_error, retry_count, state, created_at,"
+            " next_retry_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                letter.id,
+                letter.tenant,
+                letter.operation,
+                json.dumps(letter.payload, default=str),
+                letter.last_error,
+                letter.retry_count,
+                letter.state,
+                letter.created_at,
+                letter.next_retry_at,
+            ),
+        )
+        log.warning("dead letter", extra={"fields": {"id": letter.id, "operation": operation, "error": error}})
+        return letter
+
+    def get(self, letter_id: str, tenant: str | None = None) -> DeadLetter:
+        row = self._db.one("SELECT * FROM dead_letters WHERE id = ?", (letter_id,))
+        if row is None or (tenant is not None and row["tenant"] != tenant):
+            raise NotFound(f"dead letter {letter_id!r} not found", reason="DEAD_LETTER_NOT_FOUND")
+        return _from_row(row)
+
+    def list(self, limit: int = 20, tenant: str | None = None) -> tuple[list[DeadLetter], DeadLetterCounts]:
+        where, params = ("WHERE tenant = ?", [tenant]) if tenant is not None else ("", [])
+        rows = self._db.query(
+            f"SELECT * FROM dead_letters {where} ORDER BY created_at DESC LIMIT ?",  # noqa: S608 - fixed text
+            [*params, limit],
+        )
+        counts = dict.fromkeys(STATES, 0)
+        for row in self._db.query(
+            f"SELECT state, COUNT(*) AS n FROM dead_letters {where} GROUP BY state", params  # noqa: S608
+        ):
+            counts[row["state"]] = int(row["n"])
+        return [_from_row(r) for r in rows], DeadLetterCounts(counts[PARKED], counts[RETRYING], counts[REPLAYED])
+
+    async def replay(self, letter_id: str, tenant: str | None = None) -> tuple[DeadLetter, bool]:
+        """Runs a letter now, whatever its retry schedule; returns it updated and whether it succeeded."""
+        letter = self.get(letter_id, tenant)
+        if letter.state == REPLAYED:
+            raise FailedPrecondition(f"dead letter {letter_id} was already replayed", reason="ALREADY_REPLAYED")
+        return await self._attempt(letter, manual=True)
+
+    async def retry_due(self) -> int:
+        """Retries every letter whose backoff has elapsed; returns how many were attempted."""
+        rows = self._db.query(
+            "SELECT * FROM dead_letters WHERE state = ? AND next_retry_at <= ? ORDER BY next_retry_at",
+            (RETRYING, self._clock()),
+        )
+        attempted = 0
+        for row in rows:
+            if row["id"] in self._in_flight:
+                continue
+            await self._attempt(_from_row(row), manual=False)
+            attempted += 1
+        return attempted
+
+    async def run(self, poll_s: float) -> None:
+        """The background retry loop; runs until cancelled."""
+        while True:
+            try:
+                await self.retry_due()
+            except Exception:  # noqa: BLE001 - the loop must outlive one bad letter
+                log.exception("dead-letter retry pass failed")
+            await asyncio.sleep(poll_s)
+
+    async def _attempt(self, letter: DeadLetter, *, manual: bool) -> tuple[DeadLetter, bool]:
+        if letter.id in self._in_flight:
+            raise FailedPrecondition(f"dead letter {letter.id} is being retried right now", reason="RETRY_IN_FLIGHT")
+        self._in_flight.add(letter.id)
+        token = request_context.bind(
+            request_context.RequestContext(request_id=f"dlq-{letter.id}", tenant=letter.tenant)
+        )
+        try:
+            handler = self._handlers.get(letter.operation)
+            if handler is None:
+                raise FailedPrecondition(f"no handler for operation {letter.operation!r}", reason="NO_HANDLER")
+            await handler(letter.payload)
+        except Exception as exc:  # noqa: BLE001 - the failure is the letter's new state
+            return self._failed(letter, f"{type(exc).__name__}: {exc}", manual), False
+        finally:
+            request_context.unbind(token)
+            self._in_flight.discard(letter.id)
+        self._db.execute(
+            "UPDATE dead_letters SET state = ?, next_retry_at = NULL WHERE id = ?", (REPLAYED, letter.id)
+        )
+        log.info("dead letter replayed", extra={"fields": {"id": letter.id, "manual": manual}})
+        return self.get(letter.id), True
+
+    def _failed(self, letter: DeadLetter, error: str, manual: bool) -> DeadLetter:
+        if manual:
+            # An operator's replay does not use up the automatic retries.
+            self._db.execute("UPDATE dead_letters SET last_error = ? WHERE id = ?", (error, letter.id))
+            return self.get(letter.id)
+        retries = letter.retry_count + 1
+        if retries >= self.max_retries:
+            state, next_at = PARKED, None
+        else:
+            state, next_at = RETRYING, self._clock() + self.backoff_s * (2**retries)
+        self._db.execute(
+            "UPDATE dead_letters SET last_error = ?, retry_count = ?, state = ?, next_retry_at = ? WHERE id = ?",
+            (error, retries, state, next_at, letter.id),
+        )
+        return self.get(letter.id)
+
+
+def _from_row(row) -> DeadLetter:
+    return DeadLetter(
+        id=row["id"],
+        tenant=row["tenant"],
+        operation=row["operation"],
+        payload=json.loads(row["payload"]),
+        last_error=row["last_error"],
+        retry_count=row["retry_count"],
+        state=row["state"],
+        created_at=row["created_at"],
+        next_retry_at=row["next_retry_at"],
+    )
