@@ -1,0 +1,4 @@
+from services.graph.service import binding
+from services.runtime import serve
+
+serve(binding)

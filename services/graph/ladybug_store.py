@@ -1,0 +1,252 @@
+"""The embedded backend: LadybugDB (PyPI ``ladybug``), one database per tenant under the data dir.
+
+One database per tenant makes tenant isolation structural: a user's Cypher runs against a
+database that holds nothing but that tenant's graph, whatever the query says. LadybugDB allows
+one read-write process per database, so the graph service owns these files. Within the process:
+- writes go through one connection per database, serialised by a thread lock, each batch in one
+  transaction (the lock is taken in the worker thread, so a cancelled RPC cannot let a second
+  write transaction start while the first still runs: LadybugDB refuses that, and a connection
+  whose BEGIN failed that way was seen to crash the process);
+- reads open a fresh connection each (cheap, ~0.1 ms) and see the last committed state;
+- user queries run in ``BEGIN TRANSACTION READ ONLY`` with the engine's query timeout, then roll back.
+Blocking engine calls run on a small thread pool, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import pathlib
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import ladybug
+
+from services.graph import statements as q
+from services.graph.settings import GraphSettings
+from services.graph.store import (
+    DeleteResult,
+    DocumentFacts,
+    EntityMention,
+    EntityView,
+    GraphStats,
+    QueryResult,
+    SharedFact,
+)
+from services.graph.tenancy import database_name
+from services.graph.values import node_json, path_json, relationship_json, to_json
+from services.graph.write_plans import Rows, delete_plan, run_sync, upsert_plan
+from services.runtime.errors import DeadlineExceeded, FieldViolation, Internal, InvalidArgument
+
+T = TypeVar("T")
+
+SCHEMA = (
+    "CREATE NODE TABLE IF NOT EXISTS Document(id STRING PRIMARY KEY, tenant STRING, title STRING, file_type STRING)",
+    "CREATE NODE TABLE IF NOT EXISTS Topic(key STRING PRIMARY KEY, tenant STRING, name STRING)",
+    "CREATE NODE TABLE IF NOT EXISTS Entity(key STRING PRIMARY KEY, tenant STRING, name STRING, type STRING)",
+    "CREATE REL TABLE IF NOT EXISTS COVERS(FROM Document TO Topic, weight DOUBLE)",
+    "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Document TO Entity, count INT64)",
+)
+_INTERNAL_KEYS = frozenset({"_ID", "_LABEL", "_SRC", "_DST"})
+
+
+def _rows(result: Any) -> Rows:
+    columns = result.get_column_names()
+    rows = []
+    while result.has_next():
+        rows.append(dict(zip(columns, result.get_next(), strict=True)))
+    result.close()
+    return rows
+
+
+def _graph_value(value: Any) -> dict[str, Any] | None:
+    """LadybugDB returns nodes, relationships and paths as dicts with reserved keys."""
+    if not isinstance(value, dict):
+        return None
+    if "_NODES" in value and "_RELS" in value:
+        return path_json([_graph_value(n) or {} for n in value["_NODES"]], [_graph_value(r) or {} for r in value["_RELS"]])
+    if "_LABEL" in value and "_ID" in value:
+        properties = {k: v for k, v in value.items() if k not in _INTERNAL_KEYS}
+        if "_SRC" in value and "_DST" in value:
+            return relationship_json(value["_LABEL"], properties, _graph_value)
+        return node_json([value["_LABEL"]], properties, _graph_value)
+    return None
+
+
+class _TenantDatabase:
+    def __init__(self, path: pathlib.Path, settings: GraphSettings) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        self.db = ladybug.Database(
+            str(path / "graph.lbug"),
+            buffer_pool_size=settings.ladybug_buffer_pool_mb * 1024 * 1024,
+            max_db_size=settings.ladybug_max_db_gb * 1024**3,
+        )
+        self.write_lock = threading.Lock()
+        self.writer = ladybug.Connection(self.db)
+        self.users = 0
+        for ddl in SCHEMA:
+            self.writer.execute(ddl)
+
+    def read(self, cypher: str, params: Mapping[str, Any]) -> Rows:
+        connection = ladybug.Connection(self.db)
+        try:
+            return _rows(connection.execute(cypher, dict(params)))
+        finally:
+            connection.close()
+
+    def write(self, work: Callable[[Callable[[str, dict[str, Any]], Rows]], T]) -> T:
+        with self.write_lock:
+            conn = self.writer
+            conn.execute("BEGIN TRANSACTION")
+            try:
+                result = work(lambda cypher, params: _rows(conn.execute(cypher, params)))
+            except BaseException:
+                _rollback(conn)
+                raise
+            conn.execute("COMMIT")
+            return result
+
+    def close(self) -> None:
+        self.writer.close()
+        self.db.close()
+
+
+def _rollback(conn: ladybug.Connection) -> None:
+    try:
+        conn.execute("ROLLBACK")
+    except RuntimeError:
+        pass  # the engine already ended the failed transaction
+
+
+class LadybugGraphStore:
+    """GraphStore over LadybugDB; ``root`` holds one directory per tenant."""
+
+    backend = "ladybug"
+
+    def __init__(self, root: pathlib.Path, settings: GraphSettings) -> None:
+        self._root = pathlib.Path(root)
+        self._settings = settings
+        self._open: collections.OrderedDict[str, _TenantDatabase] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ladybug")
+
+    # -- tenant databases ------------------------------------------------------------
+    def _acquire(self, tenant: str) -> _TenantDatabase:
+        with self._lock:
+            tdb = self._open.get(tenant)
+            if tdb is None:
+                tdb = _TenantDatabase(self._root / database_name(tenant), self._settings)
+                self._open[tenant] = tdb
+            self._open.move_to_end(tenant)
+            tdb.users += 1
+            self._evict_idle()
+            return tdb
+
+    def _release(self, tdb: _TenantDatabase) -> None:
+        with self._lock:
+            tdb.users -= 1
+            self._evict_idle()
+
+    def _evict_idle(self) -> None:
+        excess = len(self._open) - self._settings.ladybug_max_open
+        for tenant in [t for t, d in self._open.items() if d.users == 0][: max(0, excess)]:
+            self._open.pop(tenant).close()
+
+    async def _run(self, tenant: str, work: Callable[[_TenantDatabase], T]) -> T:
+        def call() -> T:
+            tdb = self._acquire(tenant)
+            try:
+                return work(tdb)
+            finally:
+                self._release(tdb)
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    # -- GraphStore ------------------------------------------------------------------
+    async def upsert(self, tenant: str, documents: Sequence[DocumentFacts]) -> None:
+        await self._run(tenant, lambda tdb: tdb.write(lambda run: run_sync(upsert_plan(tenant, documents), run)))
+
+    async def delete_document(self, tenant: str, document_id: str) -> DeleteResult:
+        return await self._run(tenant, lambda tdb: tdb.write(lambda run: run_sync(delete_plan(tenant, document_id), run)))
+
+    async def shared_facts(self, tenant: str, document_id: str) -> list[SharedFact] | None:
+        def work(tdb: _TenantDatabase) -> list[SharedFact] | None:
+            params = {"tenant": tenant, "id": document_id}
+            if not tdb.read(q.COUNT_DOCUMENT, params)[0]["n"]:
+                return None
+            return [
+                SharedFact(r["id"], r["title"] or "", kind, r["name"], float(r["mine"]), float(r["theirs"]))
+                for kind, cypher in (("topic", q.SHARED_TOPICS), ("entity", q.SHARED_ENTITIES))
+                for r in tdb.read(cypher, params)
+            ]
+
+        return await self._run(tenant, work)
+
+    async def entity(self, tenant: str, key: str, limit: int) -> EntityView | None:
+        rows = await self._run(
+            tenant, lambda tdb: tdb.read(q.ENTITY_WITH_DOCUMENTS, {"tenant": tenant, "key": key, "limit": limit})
+        )
+        if not rows:
+            return None
+        mentions = tuple(EntityMention(r["id"], r["title"] or "", int(r["mentions"])) for r in rows if r["id"])
+        return EntityView(rows[0]["name"], rows[0]["type"] or "", mentions)
+
+    async def stats(self, tenant: str) -> GraphStats:
+        def work(tdb: _TenantDatabase) -> GraphStats:
+            return GraphStats(**{k: int(tdb.read(c, {"tenant": tenant})[0]["n"]) for k, c in q.STATS.items()})
+
+        return await self._run(tenant, work)
+
+    async def query(
+        self, tenant: str, cypher: str, params: Mapping[str, Any], limit: int, timeout_s: float
+    ) -> QueryResult:
+        return await self._run(tenant, lambda tdb: _user_query(tdb, cypher, dict(params), limit, timeout_s))
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._close_all)
+        self._executor.shutdown(wait=False)
+
+    def _close_all(self) -> None:
+        with self._lock:
+            while self._open:
+                self._open.popitem()[1].close()
+
+
+def _user_query(tdb: _TenantDatabase, cypher: str, params: dict[str, Any], limit: int, timeout_s: float) -> QueryResult:
+    conn = ladybug.Connection(tdb.db)
+    try:
+        conn.set_query_timeout(max(1, int(timeout_s * 1000)))
+        conn.execute("BEGIN TRANSACTION READ ONLY")
+        try:
+            result = conn.execute(cypher, params)
+            columns = tuple(result.get_column_names())
+            rows = []
+            while result.has_next() and len(rows) <= limit:
+                rows.append({c: to_json(v, _graph_value) for c, v in zip(columns, result.get_next(), strict=True)})
+            result.close()
+        finally:
+            _rollback(conn)
+    except RuntimeError as exc:
+        raise _query_error(exc) from exc
+    finally:
+        conn.close()
+    return QueryResult(columns, tuple(rows[:limit]), truncated=len(rows) > limit)
+
+
+def _query_error(exc: RuntimeError) -> Exception:
+    message = str(exc)
+    if message.strip().rstrip(".") == "Interrupted":
+        return DeadlineExceeded("query exceeded its time limit", reason="QUERY_TIMEOUT")
+    if "read-only transaction" in message:
+        return InvalidArgument(
+            "query refused: it writes", reason="CYPHER_NOT_READ_ONLY",
+            violations=[FieldViolation("cypher", "queries are read-only")],
+        )
+    if any(kind in message for kind in ("Parser exception", "Binder exception", "Catalog exception", "Runtime exception")):
+        first_line = message.splitlines()[0]
+        return InvalidArgument(
+            f"query failed: {first_line}", reason="CYPHER_ERROR", violations=[FieldViolation("cypher", first_line)]
+        )
+    return Internal(f"graph engine error: {message.splitlines()[0] if message else type(exc).__name__}")

@@ -1,0 +1,137 @@
+"""The Cypher the service itself runs, written once in the dialect both backends accept.
+
+LadybugDB and Bolt servers (Neo4j, ArcadeDB) differ in DDL and in corners of the language, so
+these statements keep to the common ground: MERGE/UNWIND of maps, OPTIONAL MATCH + count()
+instead of pattern predicates, CASE instead of scalar min/max, explicit ``o.id <> d.id``
+(LadybugDB's 2-hop patterns can return the start node). Every statement filters by
+``$tenant``, even where the database already belongs to one tenant.
+"""
+
+from __future__ import annotations
+
+UPSERT_DOCUMENTS = """
+UNWIND $docs AS row
+MERGE (d:Document {tenant: $tenant, id: row.id})
+SET d.title = row.title, d.file_type = row.file_type
+"""
+
+DOCUMENT_TOPIC_KEYS = """
+UNWIND $ids AS doc_id
+MATCH (d:Document {tenant: $tenant, id: doc_id})-[:COVERS]->(t:Topic)
+RETURN DISTINCT t.key AS key
+"""
+
+DOCUMENT_ENTITY_KEYS = """
+UNWIND $ids AS doc_id
+MATCH (d:Document {tenant: $tenant, id: doc_id})-[:MENTIONS]->(e:Entity)
+RETURN DISTINCT e.key AS key
+"""
+
+DELETE_COVERS = """
+UNWIND $ids AS doc_id
+MATCH (d:Document {tenant: $tenant, id: doc_id})-[r:COVERS]->(:Topic)
+DELETE r
+"""
+
+DELETE_MENTIONS = """
+UNWIND $ids AS doc_id
+MATCH (d:Document {tenant: $tenant, id: doc_id})-[r:MENTIONS]->(:Entity)
+DELETE r
+"""
+
+MERGE_TOPICS = """
+UNWIND $topics AS row
+MERGE (t:Topic {tenant: $tenant, key: row.key})
+ON CREATE SET t.name = row.name
+"""
+
+LINK_TOPICS = """
+UNWIND $covers AS row
+MATCH (d:Document {tenant: $tenant, id: row.doc})
+MATCH (t:Topic {tenant: $tenant, key: row.key})
+MERGE (d)-[r:COVERS]->(t)
+SET r.weight = row.weight
+"""
+
+MERGE_ENTITIES = """
+UNWIND $entities AS row
+MERGE (e:Entity {tenant: $tenant, key: row.key})
+ON CREATE SET e.name = row.name, e.type = row.type
+ON MATCH SET e.type = CASE WHEN e.type = '' THEN row.type ELSE e.type END
+"""
+
+LINK_ENTITIES = """
+UNWIND $mentions AS row
+MATCH (d:Document {tenant: $tenant, id: row.doc})
+MATCH (e:Entity {tenant: $tenant, key: row.key})
+MERGE (d)-[r:MENTIONS]->(e)
+SET r.count = row.count
+"""
+
+ORPHAN_TOPICS = """
+UNWIND $keys AS topic_key
+MATCH (t:Topic {tenant: $tenant, key: topic_key})
+OPTIONAL MATCH (t)<-[c:COVERS]-(:Document)
+WITH t, count(c) AS uses
+WHERE uses = 0
+RETURN t.key AS key
+"""
+
+ORPHAN_ENTITIES = """
+UNWIND $keys AS entity_key
+MATCH (e:Entity {tenant: $tenant, key: entity_key})
+OPTIONAL MATCH (e)<-[m:MENTIONS]-(:Document)
+WITH e, count(m) AS uses
+WHERE uses = 0
+RETURN e.key AS key
+"""
+
+DELETE_TOPICS = """
+UNWIND $keys AS topic_key
+MATCH (t:Topic {tenant: $tenant, key: topic_key})
+DELETE t
+"""
+
+DELETE_ENTITIES = """
+UNWIND $keys AS entity_key
+MATCH (e:Entity {tenant: $tenant, key: entity_key})
+DELETE e
+"""
+
+COUNT_DOCUMENT = """
+MATCH (d:Document {tenant: $tenant, id: $id})
+RETURN count(d) AS n
+"""
+
+DETACH_DELETE_DOCUMENT = """
+MATCH (d:Document {tenant: $tenant, id: $id})
+DETACH DELETE d
+"""
+
+SHARED_TOPICS = """
+MATCH (d:Document {tenant: $tenant, id: $id})-[a:COVERS]->(t:Topic)<-[b:COVERS]-(o:Document)
+WHERE o.id <> d.id AND o.tenant = $tenant
+RETURN o.id AS id, o.title AS title, t.name AS name, a.weight AS mine, b.weight AS theirs
+"""
+
+SHARED_ENTITIES = """
+MATCH (d:Document {tenant: $tenant, id: $id})-[a:MENTIONS]->(e:Entity)<-[b:MENTIONS]-(o:Document)
+WHERE o.id <> d.id AND o.tenant = $tenant
+RETURN o.id AS id, o.title AS title, e.name AS name, a.count AS mine, b.count AS theirs
+"""
+
+ENTITY_WITH_DOCUMENTS = """
+MATCH (e:Entity {tenant: $tenant, key: $key})
+OPTIONAL MATCH (d:Document)-[m:MENTIONS]->(e)
+RETURN e.name AS name, e.type AS type, d.id AS id, d.title AS title, m.count AS mentions
+ORDER BY mentions DESC, id
+LIMIT $limit
+"""
+
+STATS = {
+    "documents": "MATCH (d:Document {tenant: $tenant}) RETURN count(d) AS n",
+    "topics": "MATCH (t:Topic {tenant: $tenant}) RETURN count(t) AS n",
+    "entities": "MATCH (e:Entity {tenant: $tenant}) RETURN count(e) AS n",
+    "covers_edges": "MATCH (:Document {tenant: $tenant})-[r:COVERS]->(:Topic) RETURN count(r) AS n",
+    "mentions_edges": "MATCH (:Document {tenant: $tenant})-[r:MENTIONS]->(:Entity) RETURN count(r) AS n",
+}
