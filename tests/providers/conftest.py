@@ -112,3 +112,19 @@ async def vendor():
     await server.start()
     yield server
     await server.stop()
+
+
+@pytest.fixture
+async def make_vendor():
+    """Starts as many vendor servers as a test needs (one per provider)."""
+    servers: list[VendorServer] = []
+
+    async def start() -> VendorServer:
+        server = VendorServer()
+        await server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        await server.stop()

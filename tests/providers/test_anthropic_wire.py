@@ -19,7 +19,11 @@ from services.providers.base import (
 )
 from services.providers.pricing import load_price_table
 
-MODEL = "claude-sonnet-4-20250514"
+from payloads import ANTHROPIC_MODEL
+from payloads import anthropic_message as message
+from payloads import anthropic_stream as stream_events
+
+MODEL = ANTHROPIC_MODEL
 SEARCH = ToolSpec(
     "search_documents",
     "Search the user's documents.",
@@ -31,42 +35,6 @@ def provider(vendor, timeout_s: float = 10.0) -> AnthropicProvider:
     return AnthropicProvider(
         api_key="test-key", model=MODEL, prices=load_price_table(), base_url=vendor.base_url, timeout_s=timeout_s
     )
-
-
-def message(content, stop_reason="end_turn", usage=None) -> dict:
-    return {
-        "id": "msg_01",
-        "type": "message",
-        "role": "assistant",
-        "model": MODEL,
-        "content": content,
-        "stop_reason": stop_reason,
-        "stop_sequence": None,
-        "usage": usage
-        or {"input_tokens": 120, "output_tokens": 30, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
-    }
-
-
-def stream_events(blocks: list[tuple[dict, list[dict]]], stop_reason: str, usage_start: dict, output_tokens: int):
-    events = [("message_start", {"type": "message_start", "message": message([], None, usage_start)})]
-    for index, (start, deltas) in enumerate(blocks):
-        events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": start}))
-        events.append(("ping", {"type": "ping"}))
-        for delta in deltas:
-            events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}))
-        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-    events.append(
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                "usage": {"output_tokens": output_tokens},
-            },
-        )
-    )
-    events.append(("message_stop", {"type": "message_stop"}))
-    return events
 
 
 def cached_request() -> GenerationRequest:

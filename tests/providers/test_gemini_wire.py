@@ -19,7 +19,12 @@ from services.providers.base import (
 from services.providers.gemini_provider import GeminiProvider
 from services.providers.pricing import load_price_table
 
-MODEL = "gemini-1.5-pro"
+from payloads import GEMINI_MODEL
+from payloads import gemini_error as error
+from payloads import gemini_response as response
+from payloads import gemini_usage as usage
+
+MODEL = GEMINI_MODEL
 SEARCH = ToolSpec(
     "search_documents",
     "Search the user's documents.",
@@ -29,25 +34,6 @@ SEARCH = ToolSpec(
 
 def provider(vendor, model: str = MODEL) -> GeminiProvider:
     return GeminiProvider(api_key="g-test", model=model, prices=load_price_table(), base_url=vendor.base_url, timeout_s=10.0)
-
-
-def usage(prompt: int, candidates: int, cached: int | None = None, thoughts: int | None = None) -> dict:
-    body = {"promptTokenCount": prompt, "candidatesTokenCount": candidates, "totalTokenCount": prompt + candidates}
-    if cached is not None:
-        body["cachedContentTokenCount"] = cached
-    if thoughts is not None:
-        body["thoughtsTokenCount"] = thoughts
-    return body
-
-
-def response(parts: list[dict], finish: str | None = "STOP", tokens: dict | None = None) -> dict:
-    candidate: dict = {"content": {"role": "model", "parts": parts}, "index": 0}
-    if finish:
-        candidate["finishReason"] = finish
-    body: dict = {"candidates": [candidate], "modelVersion": MODEL}
-    if tokens is not None:
-        body["usageMetadata"] = tokens
-    return body
 
 
 async def test_plain_text_maps_content_usage_and_cost(vendor):
@@ -144,10 +130,6 @@ async def test_json_schema_goes_in_the_generation_config(vendor):
     config = vendor.requests[0].body["generationConfig"]
     assert config["responseMimeType"] == "application/json"
     assert config["responseJsonSchema"] == schema
-
-
-def error(code: int, status: str, message: str, details: list | None = None) -> dict:
-    return {"error": {"code": code, "status": status, "message": message, "details": details or []}}
 
 
 RETRY_INFO = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "7s"}]

@@ -19,7 +19,12 @@ from services.providers.base import (
 from services.providers.openai_provider import OpenAIProvider
 from services.providers.pricing import load_price_table
 
-MODEL = "gpt-4o-mini"
+from payloads import OPENAI_MODEL
+from payloads import openai_chunk as chunk
+from payloads import openai_completion as completion
+from payloads import openai_usage as usage
+
+MODEL = OPENAI_MODEL
 SEARCH = ToolSpec(
     "search_documents",
     "Search the user's documents.",
@@ -31,39 +36,6 @@ def provider(vendor, path: str = "/v1", model: str = MODEL) -> OpenAIProvider:
     return OpenAIProvider(
         api_key="sk-test", model=model, prices=load_price_table(), base_url=vendor.base_url + path, timeout_s=10.0
     )
-
-
-def usage(prompt: int, completion: int, cached: int = 0) -> dict:
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": cached},
-    }
-
-
-def completion(message: dict, finish: str = "stop", model: str = MODEL, tokens: dict | None = None) -> dict:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}],
-        "usage": tokens or usage(120, 30),
-    }
-
-
-def chunk(delta: dict | None, finish: str | None = None, tokens: dict | None = None) -> dict:
-    body = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": MODEL,
-        "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    if tokens is not None:
-        body["usage"] = tokens
-    return body
 
 
 async def test_plain_text_maps_content_usage_and_cost(vendor):
