@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from docuthinker.rag.v1 import rag_service_pb2, rag_service_pb2_grpc
+from services.rag.answer_setup import build_answering, graph_related
 from services.rag.graph_sync import GraphSync
 from services.rag.ingest.embedding import TextEmbedder
 from services.rag.runtime import RagRuntime
@@ -47,6 +48,8 @@ class RagService:
             RagRuntime.open, self.settings.data_dir, self.rag, self.settings.max_upload_bytes, model, self._graph_sync
         )
         self.servicer.attach(self.runtime.pipeline, self.runtime.catalog)
+        self.servicer.attach_answers(*build_answering(
+            self.runtime.index, self.runtime.metadata, model, related_documents=graph_related(self.settings)))
         self.resume_task = asyncio.get_running_loop().create_task(
             self.runtime.pipeline.resume_unfinished(enabled=self.rag.resume_on_startup)
         )

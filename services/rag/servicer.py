@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from docuthinker.rag.v1 import rag_service_pb2 as pb
 from docuthinker.rag.v1 import rag_service_pb2_grpc as pb_grpc
 from services.rag import messages
+from services.rag.answer_rpcs import AnswerRpcs
 from services.rag.catalog import DocumentCatalog
 from services.rag.documents import IngestOutcome
 from services.rag.ingest.formats import check_size, detect_type, sanitize_filename
@@ -19,7 +20,7 @@ from services.runtime.errors import FieldViolation, InvalidArgument, Unavailable
 from services.runtime.request_context import current_tenant
 
 
-class RagServicer(pb_grpc.RagServiceServicer):
+class RagServicer(AnswerRpcs, pb_grpc.RagServiceServicer):
     def __init__(self, max_upload_bytes: int) -> None:
         self._max_upload_bytes = max_upload_bytes
         self._pipeline: IngestionPipeline | None = None

@@ -11,6 +11,8 @@ from services.runtime.errors import FieldViolation, InvalidArgument
 # Keep tab and newline; drop other C0/C1 controls, NUL and the private "hyphen" marks PDFium emits.
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]")
 _SPACES = re.compile(r"[ \t\u00a0]+\n")
+_WESTERN = ("cp1252", "latin_1", "iso8859_15")
+_WESTERN_SLACK = 0.15
 
 
 def clean_text(text: str) -> str:
@@ -33,7 +35,13 @@ def decode_text(data: bytes) -> str:
             reason="CORRUPT_FILE",
             violations=[FieldViolation("file", "contains NUL bytes; not a text document")],
         )
-    best = from_bytes(data).best()
+    matches = list(from_bytes(data))
+    best = matches[0] if matches else None
+    # Detection is unreliable on short texts (French comes out as Baltic cp1257); Windows-1252 is
+    # by far the most common legacy encoding, so it wins when it reads about as cleanly as the best.
+    western = next((m for m in matches if m.encoding in _WESTERN), None)
+    if best is not None and western is not None and western.chaos <= best.chaos + _WESTERN_SLACK:
+        best = western
     if best is None:
         raise InvalidArgument(
             "the text encoding could not be detected",

@@ -1,0 +1,72 @@
+"""Builds the answering side of the RAG service from its stores: retriever, engines, agent graph."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from services.rag.agents.graph import AgentGraph
+from services.rag.agents.planner import Planner
+from services.rag.answer_settings import AnswerSettings
+from services.rag.answers.answering import AnswerService, DocumentLookup
+from services.rag.answers.extractive import ExtractiveAnswerer, ExtractiveConfig
+from services.rag.answers.generative import GenerativeAnswerer
+from services.rag.answers.support import SupportChecker
+from services.rag.answers.vectors import CachedEncoder
+from services.rag.retrieval import ChunkIndex, HybridRetriever, QueryEncoder, RelatedDocuments
+from services.runtime import MeshSettings
+from services.runtime.errors import DomainError
+
+log = logging.getLogger("docuthinker.rag.answers")
+
+
+def _router():
+    from services.providers.router import get_router
+
+    return get_router()
+
+
+def _serves(task: str) -> bool:
+    try:
+        return _router().can_serve(task)
+    except Exception as exc:  # noqa: BLE001 - a broken provider config must not break offline answers
+        log.warning("provider router unavailable; answering offline", extra={"fields": {"error": str(exc)[:200]}})
+        return False
+
+
+def graph_related(mesh: MeshSettings) -> RelatedDocuments:
+    """Related documents from the graph service; best effort (a graph outage means no expansion)."""
+    state: dict = {}
+
+    async def related(document_id: str, limit: int) -> Sequence[str]:
+        from services.graph.client import GraphClient
+        from services.runtime import service_channel
+
+        if "client" not in state:
+            state["client"] = GraphClient(service_channel("graph", mesh))
+        try:
+            return [d.document_id for d in await state["client"].related(document_id, limit)]
+        except DomainError as exc:
+            log.warning("graph expansion skipped", extra={"fields": {"document_id": document_id, "error": str(exc)}})
+            return []
+
+    return related
+
+
+def build_answering(
+    index: ChunkIndex,
+    documents: DocumentLookup,
+    encoder: QueryEncoder,
+    settings: AnswerSettings | None = None,
+    related_documents: RelatedDocuments | None = None,
+) -> tuple[AnswerService, AgentGraph]:
+    settings = settings or AnswerSettings()
+    cached = CachedEncoder(encoder)
+    retriever = HybridRetriever(index, encoder, settings.retrieval_config(),
+                                related_documents=related_documents if settings.graph_expansion else None)
+    checker = SupportChecker(cached)
+    extractive = ExtractiveAnswerer(cached, ExtractiveConfig(abstain_threshold=settings.abstain_threshold))
+    generative = GenerativeAnswerer(_router, checker) if settings.generative_answers else None
+    answers = AnswerService(retriever, extractive, generative, documents, can_generate=lambda: _serves("answer"))
+    planner = Planner(_router, can_generate=lambda: settings.llm_planner and _serves("plan"))
+    return answers, AgentGraph(answers, planner, checker)

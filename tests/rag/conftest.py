@@ -1,0 +1,34 @@
+"""Fixtures of the RAG ingestion tests: a runtime (real stores) in a temporary data directory."""
+
+from __future__ import annotations
+
+import pathlib
+import pytest
+
+from services.rag.runtime import RagRuntime
+from services.rag.settings import RagSettings
+
+from .fakes import HashEmbedder
+
+MAX_UPLOAD = 2 * 1024 * 1024
+
+
+@pytest.fixture
+def open_runtime(tmp_path: pathlib.Path):
+    """Opens runtimes over one data directory (reopening = a restart); closes them all at the end."""
+    opened: list[RagRuntime] = []
+
+    def factory(embedder=None, **settings) -> RagRuntime:
+        defaults = {"keyword_refresh_delay_s": 0.0, "embed_progress_every": 4, "embed_batch_size": 4}
+        runtime = RagRuntime.open(
+            tmp_path, RagSettings(**{**defaults, **settings}), MAX_UPLOAD, embedder or HashEmbedder()
+        )
+        opened.append(runtime)
+        return runtime
+
+    yield factory
+    for runtime in opened:
+        try:
+            runtime.metadata.close()
+        except Exception:  # noqa: BLE001 - already closed
+            pass

@@ -1,0 +1,140 @@
+"""The chunk index over the real stores (SQLite, Chroma, FAISS, bm25s) in a temporary directory."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+from services.rag.documents import (
+    Chunk,
+    DocumentRecord,
+    DocumentStatus,
+    GraphSyncState,
+    Provenance,
+    Section,
+    chunk_id_for,
+    document_id_for,
+)
+from services.rag.store import KeywordIndex
+
+from .fakes import HashEmbedder
+from .probes import held_by_each_store
+
+EMBED = HashEmbedder()
+
+
+def _document(runtime, tenant: str, texts: list[str], name: str = "doc.txt"):
+    """A record (PENDING, inserted) and one chunk per text, as ingestion would build them."""
+    body = "\n\n".join(texts)
+    sha = hashlib.sha256(body.encode()).hexdigest()
+    doc_id = document_id_for(tenant, sha)
+    now = time.time()
+    record = DocumentRecord(doc_id, tenant, name, "text", "text/plain", sha, len(body), DocumentStatus.PENDING, now, now)
+    runtime.metadata.upsert_document(record)
+    chunks, offset = [], 0
+    for i, text in enumerate(texts):
+        chunks.append(Chunk(chunk_id_for(tenant, sha, i), tenant, i, text,
+                            Provenance(doc_id, name, 0, "", 0, 0, (), offset, offset + len(text), 0)))
+        offset += len(text) + 2
+    return record, [Section(text=body)], chunks
+
+
+def _index(runtime, record, sections, chunks):
+    runtime.index.stage_vectors(record.tenant, record.document_id, chunks, EMBED.encode([c.text for c in chunks]))
+    runtime.index.publish(record, sections, chunks, GraphSyncState.DISABLED)
+
+
+def test_staged_vectors_are_invisible_until_published(open_runtime) -> None:
+    runtime = open_runtime()
+    record, sections, chunks = _document(runtime, "acme", ["turbine blades inspection", "cafeteria lunch menu"])
+    query = EMBED.encode(["turbine blades"])[0]
+    runtime.index.stage_vectors("acme", record.document_id, chunks, EMBED.encode([c.text for c in chunks]))
+    assert runtime.vectors.faiss_count("acme") == 2  # written...
+    assert runtime.index.dense_search("acme", query, 5) == []  # ...but not visible
+    assert runtime.index.keyword_search("acme", "turbine", 5) == []
+    assert runtime.index.get_chunks("acme", [c.chunk_id for c in chunks]) == []
+    runtime.index.publish(record, sections, chunks, GraphSyncState.DISABLED)
+    assert runtime.index.dense_search("acme", query, 1)[0][0] == chunks[0].chunk_id
+    assert runtime.index.keyword_search("acme", "turbine", 5)[0][0] == chunks[0].chunk_id
+    got = runtime.index.get_chunks("acme", [chunks[1].chunk_id, chunks[0].chunk_id])
+    assert [c.chunk_id for c in got] == [chunks[1].chunk_id, chunks[0].chunk_id]  # order asked
+    assert got[1].provenance == chunks[0].provenance and got[1].text == chunks[0].text
+
+
+def test_reads_are_strictly_tenant_scoped(open_runtime) -> None:
+    runtime = open_runtime()
+    a = _document(runtime, "acme", ["secret turbine design notes"])
+    b = _document(runtime, "globex", ["secret turbine design notes", "globex holiday calendar"])
+    _index(runtime, *a)
+    _index(runtime, *b)
+    query = EMBED.encode(["secret turbine design"])[0]
+    acme_ids = {c.chunk_id for c in a[2]}
+    assert {cid for cid, _ in runtime.index.dense_search("acme", query, 10)} == acme_ids
+    assert {cid for cid, _ in runtime.index.keyword_search("acme", "secret turbine", 10)} == acme_ids
+    assert runtime.index.get_chunks("globex", list(acme_ids)) == []
+    assert runtime.index.dense_search("initech", query, 10) == []
+    assert runtime.index.keyword_search("initech", "secret", 10) == []
+
+
+def test_document_filter(open_runtime) -> None:
+    runtime = open_runtime()
+    one = _document(runtime, "acme", ["blades in Lyon warehouse"], "one.txt")
+    two = _document(runtime, "acme", ["blades in Paris office"], "two.txt")
+    _index(runtime, *one)
+    _index(runtime, *two)
+    query = EMBED.encode(["blades"])[0]
+    only_two = [two[0].document_id]
+    assert [c for c, _ in runtime.index.dense_search("acme", query, 5, only_two)] == [two[2][0].chunk_id]
+    assert [c for c, _ in runtime.index.keyword_search("acme", "blades", 5, only_two)] == [two[2][0].chunk_id]
+    assert runtime.index.dense_search("acme", query, 5, ["unknown"]) == []
+
+
+def test_remove_document_clears_every_store(open_runtime) -> None:
+    runtime = open_runtime()
+    keep = _document(runtime, "acme", ["kept chunk about rivers"], "keep.txt")
+    gone = _document(runtime, "acme", ["doomed chunk about stones", "second doomed chunk"], "gone.txt")
+    _index(runtime, *keep)
+    _index(runtime, *gone)
+    ids = [c.chunk_id for c in gone[2]]
+    assert held_by_each_store(runtime, "acme", ids) == {"visible": 2, "sqlite": 2, "chroma": 2, "faiss": 2, "bm25": 2}
+    assert runtime.index.remove_document("acme", gone[0].document_id) == 2
+    assert held_by_each_store(runtime, "acme", ids) == {"visible": 0, "sqlite": 0, "chroma": 0, "faiss": 0, "bm25": 0}
+    assert runtime.metadata.get_document("acme", gone[0].document_id) is None
+    assert runtime.index.keyword_search("acme", "rivers", 5)[0][0] == keep[2][0].chunk_id
+
+
+def test_faiss_is_rebuilt_from_chroma_and_orphans_are_dropped(open_runtime) -> None:
+    runtime = open_runtime()
+    record, sections, chunks = _document(runtime, "acme", ["durable vector text", "another durable text"])
+    _index(runtime, *(record, sections, chunks))
+    orphan = _document(runtime, "acme", ["written before a crash, never published"], "orphan.txt")
+    runtime.index.stage_vectors("acme", orphan[0].document_id, orphan[2], EMBED.encode([orphan[2][0].text]))
+    runtime.metadata.close()
+
+    reopened = open_runtime()  # a restart: new SQLite connection, Chroma client, empty FAISS
+    assert reopened.vectors.faiss_count("acme") == 2
+    assert reopened.vectors.stored_ids("acme", orphan[0].document_id) == []
+    hits = reopened.index.dense_search("acme", EMBED.encode(["durable vector"])[0], 2)
+    assert {c for c, _ in hits} == {c.chunk_id for c in chunks}
+
+
+def test_keyword_index_is_persisted_and_reloaded_fresh(open_runtime, tmp_path) -> None:
+    runtime = open_runtime()
+    record, sections, chunks = _document(runtime, "acme", ["persisted keyword index text"])
+    _index(runtime, record, sections, chunks)
+    assert runtime.keyword.refresh("acme") is True
+    assert runtime.keyword.refresh("acme") is False  # nothing changed since
+    reloaded = KeywordIndex(tmp_path / "rag" / "bm25", runtime.metadata)
+    reloaded.load()
+    assert reloaded.is_fresh("acme")
+    assert reloaded.search("acme", "keyword", 3)[0][0] == chunks[0].chunk_id
+
+
+def test_republishing_fewer_chunks_drops_the_extra_vectors(open_runtime) -> None:
+    runtime = open_runtime()
+    record, sections, chunks = _document(runtime, "acme", ["first part", "second part", "third part"])
+    _index(runtime, record, sections, chunks)
+    _index(runtime, record, sections, chunks[:1])  # a re-index that produced one chunk
+    assert held_by_each_store(runtime, "acme", [c.chunk_id for c in chunks[1:]])["chroma"] == 0
+    assert runtime.vectors.faiss_count("acme") == 1
+    assert runtime.metadata.get_document("acme", record.document_id).chunk_count == 1
