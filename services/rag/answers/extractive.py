@@ -16,7 +16,7 @@ import numpy as np
 
 from services.rag.answers import lexical
 from services.rag.answers.injection import is_instruction
-from services.rag.answers.model import REFUSAL, AnswerSentence, Citation, GroundedAnswer, SupportStatus
+from services.rag.answers.model import REFUSAL, AnswerSentence, Citation, GroundedAnswer, SupportStatus, with_marker
 from services.rag.answers.sentences import Span, split_sentences
 from services.rag.answers.spans import short_answer
 from services.rag.answers.support import answer_status, confidence_note
@@ -131,12 +131,12 @@ def compose(
         for sentence in chosen:
             marker = len(citations) + 1
             citations.append(citation_for(marker, sentence))
-            sentences.append(AnswerSentence(_one_line(sentence.span.text), (marker,), True, sentence.score, part))
+            sentences.append(AnswerSentence(" ".join(sentence.span.text.split()), (marker,), True, sentence.score, part))
     status = answer_status([True] * len(sentences), unanswered_parts=len(unanswered))
     if not sentences:
         text = REFUSAL
     else:
-        text = " ".join(f"{s.text} [{s.markers[0]}]" for s in sentences)
+        text = " ".join(with_marker(s.text, s.markers[0]) for s in sentences)
         if unanswered and len(parts) > 1:
             text += " " + REFUSAL.replace("this question", "the rest of the question")
     short = ""
@@ -155,7 +155,3 @@ def compose(
         sentences=tuple(sentences),
         short_answer=short,
     )
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())

@@ -22,6 +22,13 @@ class SupportStatus(IntEnum):
     INSUFFICIENT = 3
 
 
+def with_marker(sentence: str, marker: int) -> str:
+    """Puts a citation marker before the final stop (e.g. "opened in 1998 [2].")."""
+    body = " ".join(sentence.split())
+    stop = body[-1] if body and body[-1] in ".!?" else "."
+    return f"{body.rstrip('.!?').rstrip()} [{marker}]{stop}"
+
+
 @dataclass(frozen=True)
 class Citation:
     """An exact span of a page (or section) text: ``page_text[char_start:char_end] == excerpt``."""

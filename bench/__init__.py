@@ -1,0 +1,1 @@
+"""Benchmarks (not tests): quality and performance numbers written to bench/results/."""

@@ -1,0 +1,159 @@
+"""Grounded question answering: validate, retrieve (tenant-scoped), answer, stream.
+
+The generative engine is used when a provider can serve the ``answer`` task; otherwise (no
+key configured, ``NoProviderAvailable``) the extractive engine answers, offline and for real.
+Unknown document ids in a filter are a NOT_FOUND error, not an empty answer: a caller who
+names a document expects it to be searched (a tenant cannot see another tenant's ids either,
+so the error does not reveal that they exist elsewhere).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from services.providers.errors import NoProviderAvailable
+from services.rag.answers.extractive import ExtractiveAnswerer
+from services.rag.answers.generative import GenerativeAnswerer
+from services.rag.answers.injection import assess_question
+from services.rag.answers.model import Citation, GroundedAnswer
+from services.rag.retrieval import FusionMethod, HybridRetriever, RetrievedChunk
+from services.runtime.errors import FieldViolation, InvalidArgument, NotFound
+
+log = logging.getLogger("docuthinker.rag.answers")
+
+MAX_QUESTION_CHARS = 2000
+"""The seed's limit on a question (pydantic max_length)."""
+
+
+class DocumentLookup(Protocol):
+    def get_document(self, tenant: str, document_id: str) -> object | None: ...
+
+
+@dataclass(frozen=True)
+class QueryRequest:
+    question: str
+    top_k: int
+    document_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RetrievalEvent:
+    chunks: tuple[RetrievedChunk, ...]
+
+
+@dataclass(frozen=True)
+class AnswerDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class CitationEvent:
+    citation: Citation
+
+
+@dataclass(frozen=True)
+class AnswerDone:
+    answer: GroundedAnswer
+
+
+AnswerEvent = RetrievalEvent | AnswerDelta | CitationEvent | AnswerDone
+
+
+def validate(question: str, top_k: int, document_ids: Sequence[str], max_top_k: int,
+             field: str = "question") -> QueryRequest:
+    """Raises InvalidArgument with one violation per bad field."""
+    violations = []
+    text = question.strip()
+    if not text:
+        violations.append(FieldViolation(field, "must not be empty"))
+    elif len(text) > MAX_QUESTION_CHARS:
+        violations.append(FieldViolation(field, f"must be at most {MAX_QUESTION_CHARS} characters (got {len(text)})"))
+    if top_k < 0 or top_k > max_top_k:
+        violations.append(FieldViolation("top_k", f"must be between 1 and {max_top_k} (0 means the default)"))
+    ids = tuple(dict.fromkeys(d.strip() for d in document_ids))
+    if any(not d for d in ids):
+        violations.append(FieldViolation("document_ids", "must not contain empty ids"))
+    if violations:
+        raise InvalidArgument("invalid request: " + "; ".join(f"{v.field} {v.description}" for v in violations),
+                              violations=violations)
+    return QueryRequest(text, top_k, ids)
+
+
+class AnswerService:
+    def __init__(
+        self,
+        retriever: HybridRetriever,
+        extractive: ExtractiveAnswerer,
+        generative: GenerativeAnswerer | None = None,
+        documents: DocumentLookup | None = None,
+        can_generate: Callable[[], bool] | None = None,
+    ) -> None:
+        self.retriever = retriever
+        self.extractive = extractive
+        self._generative = generative
+        self._documents = documents
+        self._can_generate = can_generate or (lambda: generative is not None)
+
+    @property
+    def max_top_k(self) -> int:
+        return self.retriever.config.max_top_k
+
+    async def check_documents(self, tenant: str, document_ids: Sequence[str]) -> None:
+        if not document_ids or self._documents is None:
+            return
+        lookup = self._documents
+        missing = [d for d in document_ids if await asyncio.to_thread(lookup.get_document, tenant, d) is None]
+        if missing:
+            raise NotFound(
+                f"unknown document id(s): {', '.join(missing)}",
+                reason="DOCUMENT_NOT_FOUND",
+                metadata={"document_ids": ",".join(missing)},
+                violations=[FieldViolation("document_ids", f"no such document: {d}") for d in missing],
+            )
+
+    async def search(self, tenant: str, query: str, top_k: int, document_ids: Sequence[str],
+                     fusion: FusionMethod | None = None, expand_with_graph: bool = False) -> list[RetrievedChunk]:
+        request = validate(query, top_k, document_ids, self.max_top_k, field="query")
+        await self.check_documents(tenant, request.document_ids)
+        return await self.retriever.search(tenant, request.question, request.top_k or None,
+                                           request.document_ids or None, fusion, expand_with_graph)
+
+    async def retrieve(self, tenant: str, request: QueryRequest, top_k: int | None = None) -> list[RetrievedChunk]:
+        return await self.retriever.search(tenant, request.question, top_k or request.top_k or None,
+                                           request.document_ids or None)
+
+    async def compose(self, question: str, retrieved: Sequence[RetrievedChunk]) -> GroundedAnswer:
+        """The answer from given evidence: generative when a provider serves it, else extractive."""
+        flagged = assess_question(question).suspicious
+        if self._generative is not None and retrieved and self._can_generate():
+            try:
+                return await self._generative.answer(question, retrieved, flagged=flagged)
+            except NoProviderAvailable:
+                log.info("no provider for answers; answering extractively")
+        return await asyncio.to_thread(self.extractive.answer, question, retrieved, flagged=flagged)
+
+    async def answer(self, tenant: str, question: str, top_k: int = 0,
+                     document_ids: Sequence[str] = ()) -> GroundedAnswer:
+        request = validate(question, top_k, document_ids, self.max_top_k)
+        await self.check_documents(tenant, request.document_ids)
+        retrieved = await self.retrieve(tenant, request)
+        return await self.compose(request.question, retrieved)
+
+    async def stream(self, tenant: str, question: str, top_k: int = 0,
+                     document_ids: Sequence[str] = ()) -> AsyncIterator[AnswerEvent]:
+        """Retrieval, then the (already verified) answer sentence by sentence, citations, done."""
+        request = validate(question, top_k, document_ids, self.max_top_k)
+        await self.check_documents(tenant, request.document_ids)
+        retrieved = await self.retrieve(tenant, request)
+        yield RetrievalEvent(tuple(retrieved))
+        answer = await self.compose(request.question, retrieved)
+        pieces = answer.answer.split(" ")
+        for i in range(0, len(pieces), 8):
+            yield AnswerDelta(" ".join(pieces[i : i + 8]) + (" " if i + 8 < len(pieces) else ""))
+        for citation in answer.citations:
+            yield CitationEvent(citation)
+        yield AnswerDone(answer)
