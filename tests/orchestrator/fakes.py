@@ -1,0 +1,281 @@
+"""Small fakes at the orchestrator's boundaries: gRPC services it calls, and LLM providers.
+
+The fake services are real grpc.aio servers implementing the published contracts with
+deterministic, trivially checkable behaviour, so the orchestrator is exercised over real
+channels. ``down`` makes a fake answer UNAVAILABLE, as a stopped service would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import grpc
+import numpy as np
+from google.protobuf import struct_pb2
+
+from docuthinker.graph.v1 import graph_service_pb2 as graph_pb
+from docuthinker.graph.v1 import graph_service_pb2_grpc as graph_grpc
+from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
+from docuthinker.nlp.v1 import nlp_service_pb2_grpc as nlp_grpc
+from docuthinker.rag.v1 import answers_pb2, documents_pb2
+from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
+from docuthinker.rag.v1 import rag_service_pb2_grpc as rag_grpc
+from services.providers.base import (
+    GenerationRequest,
+    GenerationResult,
+    ProviderError,
+    StreamEvent,
+    TextBlock,
+    ToolUseBlock,
+    Usage,
+)
+
+SENTENCE = re.compile(r"[^.!?]+[.!?]?")
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in SENTENCE.findall(text) if s.strip()]
+
+
+class Switch:
+    """Shared by the fakes: while ``down``, every call fails with UNAVAILABLE."""
+
+    def __init__(self) -> None:
+        self.down = False
+        self.calls: list[str] = []
+
+    async def guard(self, context, method: str) -> None:
+        self.calls.append(method)
+        if self.down:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "service stopped")
+
+
+class FakeNlp(nlp_grpc.NlpServiceServicer):
+    def __init__(self, switch: Switch, delay_s: float = 0.0) -> None:
+        self._switch = switch
+        self.delay_s = delay_s
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    async def _text(self, request, context, method: str) -> str:
+        await self._switch.guard(context, method)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.delay_s:
+                await asyncio.sleep(self.delay_s)
+        finally:
+            self.in_flight -= 1
+        if request.WhichOneof("source") != "text" or not request.text.strip():
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "text is empty")
+        return request.text
+
+    async def Summarize(self, request, context):
+        text = await self._text(request, context, "Summarize")
+        parts = sentences(text)
+        if request.style == nlp_pb.SUMMARY_STYLE_BULLETS:
+            return nlp_pb.SummarizeResponse(bullets=parts[:3], summary=" ".join(parts[:3]), style=request.style)
+        return nlp_pb.SummarizeResponse(summary=parts[0], style=nlp_pb.SUMMARY_STYLE_NARRATIVE)
+
+    async def ExtractKeyIdeas(self, request, context):
+        text = await self._text(request, context, "ExtractKeyIdeas")
+        return nlp_pb.ExtractKeyIdeasResponse(ideas=sentences(text)[:3])
+
+    async def AnalyzeSentiment(self, request, context):
+        text = await self._text(request, context, "AnalyzeSentiment")
+        score = 0.8 if "good" in text.lower() else -0.8 if "bad" in text.lower() else 0.0
+        label = nlp_pb.SENTIMENT_LABEL_POSITIVE if score > 0 else (
+            nlp_pb.SENTIMENT_LABEL_NEGATIVE if score < 0 else nlp_pb.SENTIMENT_LABEL_NEUTRAL)
+        return nlp_pb.AnalyzeSentimentResponse(overall=nlp_pb.Sentiment(label=label, score=score, confidence=0.9))
+
+    async def ExtractEntities(self, request, context):
+        text = await self._text(request, context, "ExtractEntities")
+        names = re.findall(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)*\b", text)
+        counts: dict[str, int] = {}
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+        return nlp_pb.ExtractEntitiesResponse(
+            entities=[nlp_pb.Entity(text=n, label="PROPN", count=c) for n, c in counts.items()]
+        )
+
+    async def ComputeAnalytics(self, request, context):
+        text = await self._text(request, context, "ComputeAnalytics")
+        return nlp_pb.ComputeAnalyticsResponse(words=len(text.split()), sentences=len(sentences(text)))
+
+    async def ExtractTopics(self, request, context):
+        text = await self._text(request, context, "ExtractTopics")
+        words = sorted({w.lower() for w in re.findall(r"[A-Za-z]{6,}", text)})
+        return nlp_pb.ExtractTopicsResponse(topics=[nlp_pb.Topic(name=w, weight=1.0) for w in words[:5]])
+
+    async def RewriteText(self, request, context):
+        text = await self._text(request, context, "RewriteText")
+        return nlp_pb.RewriteTextResponse(rewritten=f"[{request.style}] {text}", style=request.style)
+
+
+@dataclass
+class StoredDocument:
+    document_id: str
+    filename: str
+    text: str
+
+
+class FakeRag(rag_grpc.RagServiceServicer):
+    def __init__(self, switch: Switch) -> None:
+        self._switch = switch
+        self.documents: dict[str, StoredDocument] = {}
+
+    def add(self, text: str, filename: str = "doc.txt") -> str:
+        document_id = hashlib.sha256(text.encode()).hexdigest()[:16]
+        self.documents[document_id] = StoredDocument(document_id, filename, text)
+        return document_id
+
+    async def IngestDocument(self, request, context):
+        await self._switch.guard(context, "IngestDocument")
+        document_id = self.add(request.file.data.decode("utf-8"), request.filename)
+        return rag_pb.IngestDocumentResponse(
+            result=documents_pb2.IngestResult(
+                document=documents_pb2.Document(document_id=document_id, filename=request.filename, chunk_count=1)
+            )
+        )
+
+    async def GetDocumentText(self, request, context):
+        await self._switch.guard(context, "GetDocumentText")
+        document = self.documents.get(request.document_id)
+        if document is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"document {request.document_id} not found")
+        return rag_pb.GetDocumentTextResponse(
+            document=documents_pb2.Document(document_id=document.document_id, filename=document.filename),
+            sections=[rag_pb.GetDocumentTextResponse.Section(page=1, text=document.text)],
+        )
+
+    async def Search(self, request, context):
+        await self._switch.guard(context, "Search")
+        terms = set(request.query.lower().split())
+        hits = []
+        for document in self.documents.values():
+            for sentence in sentences(document.text):
+                overlap = len(terms & set(sentence.lower().split()))
+                if overlap:
+                    hits.append(answers_pb2.ScoredChunk(
+                        chunk_id=f"{document.document_id}-{len(hits)}", text=sentence, score=float(overlap),
+                        provenance=documents_pb2.Provenance(document_id=document.document_id,
+                                                            filename=document.filename, page=1),
+                    ))
+        hits.sort(key=lambda h: h.score, reverse=True)
+        return rag_pb.SearchResponse(results=hits[: request.top_k or 6], fusion=request.fusion)
+
+    async def Query(self, request, context):
+        await self._switch.guard(context, "Query")
+        found = await self.Search(rag_pb.SearchRequest(query=request.question, top_k=1), context)
+        answer = found.results[0].text if found.results else "I could not find enough evidence."
+        return rag_pb.QueryResponse(answer=answers_pb2.Answer(
+            question=request.question, answer=answer, engine=answers_pb2.Engine(provider="local", model="extractive")))
+
+
+class FakeGraph(graph_grpc.GraphServiceServicer):
+    def __init__(self, switch: Switch) -> None:
+        self._switch = switch
+        self.queries: list[tuple[str, dict]] = []
+
+    async def QueryGraph(self, request, context):
+        await self._switch.guard(context, "QueryGraph")
+        params = dict(request.params)
+        self.queries.append((request.cypher, params))
+        row = struct_pb2.Struct()
+        if "Topic" in request.cypher:
+            row.update({"document_id": "d1", "title": "Doc", "kind": "topic", "name": params.get("lower", "x"),
+                        "weight": 0.7})
+        else:
+            row.update({"n": 1})
+        return graph_pb.QueryGraphResponse(columns=list(row.keys()), rows=[row])
+
+    async def GetGraphStats(self, request, context):
+        await self._switch.guard(context, "GetGraphStats")
+        return graph_pb.GetGraphStatsResponse(documents=1, backend="fake")
+
+
+@dataclass
+class FakeMesh:
+    """The three fake services on one real gRPC server each."""
+
+    nlp: FakeNlp
+    rag: FakeRag
+    graph: FakeGraph
+    switches: dict[str, Switch]
+    ports: dict[str, int] = field(default_factory=dict)
+    servers: list[grpc.aio.Server] = field(default_factory=list)
+
+    @classmethod
+    async def start(cls) -> FakeMesh:
+        switches = {name: Switch() for name in ("nlp", "rag", "graph")}
+        mesh = cls(FakeNlp(switches["nlp"]), FakeRag(switches["rag"]), FakeGraph(switches["graph"]), switches)
+        for name, servicer, add in (
+            ("nlp", mesh.nlp, nlp_grpc.add_NlpServiceServicer_to_server),
+            ("rag", mesh.rag, rag_grpc.add_RagServiceServicer_to_server),
+            ("graph", mesh.graph, graph_grpc.add_GraphServiceServicer_to_server),
+        ):
+            server = grpc.aio.server()
+            add(servicer, server)
+            mesh.ports[name] = server.add_insecure_port("127.0.0.1:0")
+            await server.start()
+            mesh.servers.append(server)
+        return mesh
+
+    async def stop(self) -> None:
+        for server in self.servers:
+            await server.stop(0)
+
+
+class ScriptedProvider:
+    """A provider whose replies are scripted: a ProviderError to raise, or a result to return."""
+
+    def __init__(self, name: str, model: str = "gpt-4o-mini", context_window: int = 128_000) -> None:
+        self.name = name
+        self.model = model
+        self.context_window = context_window
+        self.script: list[ProviderError | GenerationResult | str] = []
+        self.default: ProviderError | str = "ok"
+        self.requests: list[GenerationRequest] = []
+        self._ids = itertools.count()
+
+    def fail(self, kind: str = "provider_down", retryable: bool = True) -> ProviderError:
+        return ProviderError(self.name, f"{kind} (scripted)", retryable, kind, status_code=500)
+
+    def text(self, text: str, usage: Usage = Usage(100, 20)) -> GenerationResult:
+        return GenerationResult([TextBlock(text)], usage, self.name, self.model)
+
+    def tool_call(self, name: str, arguments: dict) -> GenerationResult:
+        block = ToolUseBlock(id=f"toolu_{next(self._ids)}", name=name, input=arguments)
+        return GenerationResult([block], Usage(100, 20), self.name, self.model, stop_reason="tool_use")
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        self.requests.append(request)
+        reply = self.script.pop(0) if self.script else self.default
+        if isinstance(reply, ProviderError):
+            raise reply
+        if isinstance(reply, str):
+            return self.text(reply)
+        return reply
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+        result = await self.generate(request)
+        yield StreamEvent(final=result)
+
+
+class HashingEncoder:
+    """A cheap stand-in for MiniLM in tests that do not exercise classification itself."""
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), 64), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+            norm = np.linalg.norm(out[row])
+            if norm:
+                out[row] /= norm
+        return out

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from services.orchestrator.circuit_breaker import CircuitBreakers, CircuitOpenError, CircuitState
+from services.orchestrator.database import Database
+from services.orchestrator.downstream import counts_against_circuit
+from services.runtime.errors import InvalidArgument, Unavailable
+
+
+def test_opens_after_threshold_consecutive_failures(db, clock):
+    breakers = CircuitBreakers(db, threshold=3, cooldown_s=60, clock=clock)
+    breakers.record_failure("p")
+    breakers.record_failure("p")
+    assert breakers.get("p").state is CircuitState.CLOSED
+    assert breakers.allow("p")
+    breakers.record_failure("p")
+    circuit = breakers.get("p")
+    assert circuit.state is CircuitState.OPEN
+    assert circuit.failures == 3 and circuit.total_failures == 3
+    assert circuit.opened_at == clock.now
+    assert not breakers.allow("p")
+
+
+def test_success_resets_the_consecutive_count(db, clock):
+    breakers = CircuitBreakers(db, threshold=3, clock=clock)
+    breakers.record_failure("p")
+    breakers.record_failure("p")
+    breakers.record_success("p")
+    breakers.record_failure("p")
+    breakers.record_failure("p")
+    assert breakers.get("p").state is CircuitState.CLOSED
+    assert breakers.get("p").total_failures == 4
+
+
+def test_half_open_lets_exactly_one_probe_through_after_cooldown(db, clock):
+    breakers = CircuitBreakers(db, threshold=1, cooldown_s=60, clock=clock)
+    breakers.record_failure("p")
+    clock.advance(59)
+    assert not breakers.allow("p")
+    clock.advance(1)
+    assert breakers.allow("p")  # the probe
+    assert breakers.get("p").state is CircuitState.HALF_OPEN
+    assert not breakers.allow("p")  # a second caller while the probe is out
+    breakers.record_success("p")
+    assert breakers.get("p").state is CircuitState.CLOSED
+    assert breakers.allow("p")
+
+
+def test_failed_probe_reopens_for_another_cooldown(db, clock):
+    breakers = CircuitBreakers(db, threshold=1, cooldown_s=10, clock=clock)
+    breakers.record_failure("p")
+    clock.advance(10)
+    assert breakers.allow("p")
+    breakers.record_failure("p")
+    assert breakers.get("p").state is CircuitState.OPEN
+    assert breakers.get("p").opened_at == clock.now
+    clock.advance(9)
+    assert not breakers.allow("p")
+
+
+def test_lost_probe_frees_the_slot_after_a_cooldown(db, clock):
+    breakers = CircuitBreakers(db, threshold=1, cooldown_s=10, clock=clock)
+    breakers.record_failure("p")
+    clock.advance(10)
+    assert breakers.allow("p")
+    clock.advance(10)
+    assert breakers.allow("p")
+
+
+def test_state_survives_a_restart(db_path, clock):
+    first = Database(db_path)
+    CircuitBreakers(first, threshold=2, cooldown_s=60, clock=clock).record_failure("service:nlp")
+    breakers = CircuitBreakers(first, threshold=2, cooldown_s=60, clock=clock)
+    breakers.record_failure("service:nlp")
+    first.close()
+    second = Database(db_path)
+    reloaded = CircuitBreakers(second, threshold=2, cooldown_s=60, clock=clock)
+    assert reloaded.get("service:nlp").state is CircuitState.OPEN
+    assert not reloaded.allow("service:nlp")
+    second.close()
+
+
+async def test_call_counts_only_health_failures(db, clock):
+    breakers = CircuitBreakers(db, threshold=1, cooldown_s=60, clock=clock)
+
+    async def bad_request():
+        raise InvalidArgument("nope")
+
+    with pytest.raises(InvalidArgument):
+        await breakers.call("s", bad_request, counts_against_circuit)
+    assert breakers.get("s").state is CircuitState.CLOSED
+
+    async def down():
+        raise Unavailable("down")
+
+    with pytest.raises(Unavailable):
+        await breakers.call("s", down, counts_against_circuit)
+    with pytest.raises(CircuitOpenError) as refused:
+        await breakers.call("s", down, counts_against_circuit)
+    assert refused.value.code is grpc.StatusCode.UNAVAILABLE
+    assert refused.value.reason == "CIRCUIT_OPEN"
+
+
+async def test_cancelled_probe_releases_the_slot(db, clock):
+    breakers = CircuitBreakers(db, threshold=1, cooldown_s=5, clock=clock)
+    breakers.record_failure("s")
+    clock.advance(5)
+
+    async def slow():
+        await asyncio.sleep(10)
+
+    task = asyncio.create_task(breakers.call("s", slow, counts_against_circuit))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert breakers.allow("s")

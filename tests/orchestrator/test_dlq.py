@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import pytest
+
+from services.orchestrator.database import Database
+from services.orchestrator.dlq import PARKED, REPLAYED, RETRYING, DeadLetterQueue
+from services.runtime import request_context
+from services.runtime.errors import FailedPrecondition, NotFound, Unavailable
+
+
+class Flaky:
+    """A handler that fails ``failures`` times, then succeeds; records the tenant of each call."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.calls: list[tuple[dict, str]] = []
+
+    async def __call__(self, payload):
+        self.calls.append((dict(payload), request_context.current_tenant()))
+        if len(self.calls) <= self.failures:
+            raise Unavailable("still down")
+        return {"ok": True}
+
+
+def test_enqueue_schedules_the_first_retry(db, clock):
+    dlq = DeadLetterQueue(db, max_retries=3, backoff_s=30, clock=clock)
+    letter = dlq.enqueue("nlp.summarize", {"text": "x"}, "UNAVAILABLE", tenant="acme")
+    assert letter.state == RETRYING
+    assert letter.next_retry_at == clock.now + 30
+    letters, counts = dlq.list(tenant="acme")
+    assert [entry.id for entry in letters] == [letter.id]
+    assert (counts.retrying, counts.parked, counts.replayed) == (1, 0, 0)
+    assert dlq.list(tenant="other")[0] == []
+
+
+async def test_retries_with_exponential_backoff_then_parks(db, clock):
+    dlq = DeadLetterQueue(db, max_retries=3, backoff_s=10, clock=clock)
+    handler = Flaky(failures=10)
+    dlq.register("op", handler)
+    letter = dlq.enqueue("op", {"n": 1}, "boom", tenant="acme")
+    assert await dlq.retry_due() == 0  # not due yet
+    clock.advance(10)
+    assert await dlq.retry_due() == 1
+    first = dlq.get(letter.id)
+    assert (first.retry_count, first.state, first.next_retry_at) == (1, RETRYING, clock.now + 20)
+    assert "still down" in first.last_error
+    clock.advance(20)
+    await dlq.retry_due()
+    assert dlq.get(letter.id).next_retry_at == clock.now + 40
+    clock.advance(40)
+    await dlq.retry_due()
+    parked = dlq.get(letter.id)
+    assert (parked.retry_count, parked.state, parked.next_retry_at) == (3, PARKED, None)
+    clock.advance(10_000)
+    assert await dlq.retry_due() == 0  # parked letters wait for an operator
+    assert [tenant for _, tenant in handler.calls] == ["acme"] * 3
+
+
+async def test_automatic_retry_succeeds_when_the_target_is_back(db, clock):
+    dlq = DeadLetterQueue(db, max_retries=3, backoff_s=1, clock=clock)
+    dlq.register("op", Flaky(failures=1))
+    letter = dlq.enqueue("op", {}, "boom")
+    clock.advance(1)
+    await dlq.retry_due()
+    clock.advance(2)
+    await dlq.retry_due()
+    assert dlq.get(letter.id).state == REPLAYED
+
+
+async def test_manual_replay_of_a_parked_letter(db, clock):
+    dlq = DeadLetterQueue(db, max_retries=0, backoff_s=1, clock=clock)
+    handler = Flaky(failures=1)
+    dlq.register("op", handler)
+    letter = dlq.enqueue("op", {"text": "hello"}, "boom", tenant="acme")
+    assert letter.state == PARKED
+    failed, ok = await dlq.replay(letter.id, tenant="acme")
+    assert not ok and failed.state == PARKED and failed.retry_count == 0
+    replayed, ok = await dlq.replay(letter.id, tenant="acme")
+    assert ok and replayed.state == REPLAYED
+    assert handler.calls[-1] == ({"text": "hello"}, "acme")
+    with pytest.raises(FailedPrecondition):
+        await dlq.replay(letter.id, tenant="acme")
+    with pytest.raises(NotFound):
+        await dlq.replay(letter.id, tenant="someone-else")
+
+
+async def test_letters_survive_a_restart_and_still_replay(db_path, clock):
+    first = Database(db_path)
+    letter = DeadLetterQueue(first, clock=clock).enqueue("op", {"k": [1, 2]}, "boom", tenant="t")
+    first.close()
+    second = Database(db_path)
+    dlq = DeadLetterQueue(second, clock=clock)
+    handler = Flaky(failures=0)
+    dlq.register("op", handler)
+    assert dlq.get(letter.id).payload == {"k": [1, 2]}
+    _, ok = await dlq.replay(letter.id)
+    assert ok and handler.calls == [({"k": [1, 2]}, "t")]
+    second.close()
+
+
+async def test_unknown_operation_fails_the_replay_without_losing_the_letter(db, clock):
+    dlq = DeadLetterQueue(db, max_retries=0, clock=clock)
+    letter = dlq.enqueue("gone", {}, "boom")
+    updated, ok = await dlq.replay(letter.id)
+    assert not ok and "no handler" in updated.last_error
