@@ -24,6 +24,7 @@ from services.rag.agents.merge import merge_parts
 from services.rag.agents.planner import Plan, Planner
 from services.rag.answers import lexical
 from services.rag.answers.answering import AnswerService, validate
+from services.rag.answers.injection import assess_question
 from services.rag.answers.model import GroundedAnswer, SupportStatus
 from services.rag.answers.support import SupportChecker, answer_status, confidence_note
 from services.rag.retrieval import RetrievedChunk
@@ -126,7 +127,7 @@ class AgentGraph:
         retry = state.get("retries", 0) > 0
         k = min(state["k"] * (2 if retry else 1), self._answers.max_top_k)
         for part in state["pending"]:
-            query = state["plan"].sub_queries[part]
+            query = assess_question(state["plan"].sub_queries[part]).cleaned
             if retry:
                 query = _reformulate(query)
             hits = await self._answers.retriever.search(state["tenant"], query, k, state["document_ids"] or None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from services.providers.errors import NoProviderAvailable
@@ -123,18 +123,26 @@ class AnswerService:
                                            request.document_ids or None, fusion, expand_with_graph)
 
     async def retrieve(self, tenant: str, request: QueryRequest, top_k: int | None = None) -> list[RetrievedChunk]:
-        return await self.retriever.search(tenant, request.question, top_k or request.top_k or None,
+        query = assess_question(request.question).cleaned
+        return await self.retriever.search(tenant, query, top_k or request.top_k or None,
                                            request.document_ids or None)
 
     async def compose(self, question: str, retrieved: Sequence[RetrievedChunk]) -> GroundedAnswer:
-        """The answer from given evidence: generative when a provider serves it, else extractive."""
-        flagged = assess_question(question).suspicious
+        """The answer from given evidence: generative when a provider serves it, else extractive.
+
+        A question carrying instructions for the model is answered from its honest part only.
+        """
+        assessment = assess_question(question)
+        asked, flagged = assessment.cleaned, assessment.suspicious
+        answer = None
         if self._generative is not None and retrieved and self._can_generate():
             try:
-                return await self._generative.answer(question, retrieved, flagged=flagged)
+                answer = await self._generative.answer(asked, retrieved, flagged=flagged)
             except NoProviderAvailable:
                 log.info("no provider for answers; answering extractively")
-        return await asyncio.to_thread(self.extractive.answer, question, retrieved, flagged=flagged)
+        if answer is None:
+            answer = await asyncio.to_thread(self.extractive.answer, asked, retrieved, flagged=flagged)
+        return replace(answer, question=question)
 
     async def answer(self, tenant: str, question: str, top_k: int = 0,
                      document_ids: Sequence[str] = ()) -> GroundedAnswer:

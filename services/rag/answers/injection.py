@@ -84,6 +84,8 @@ class QuestionAssessment:
     suspicious: bool
     """The question contains instructions aimed at the model (it is still answered, from documents only)."""
     reasons: tuple[str, ...] = ()
+    cleaned: str = ""
+    """The question without its instruction clauses (what retrieval and answering use)."""
 
 
 _QUESTION_ATTACKS = [
@@ -97,6 +99,15 @@ _QUESTION_ATTACKS = [
 ]
 
 
+_CLAUSE = re.compile(r"[^.!?;\n]+[.!?;\n]*")
+
+
 def assess_question(question: str) -> QuestionAssessment:
     reasons = tuple(dict.fromkeys(reason for pattern, reason in _QUESTION_ATTACKS if pattern.search(question)))
-    return QuestionAssessment(bool(reasons), reasons)
+    if not reasons:
+        return QuestionAssessment(False, (), question)
+    # Keep the honest part of a mixed message ("Ignore all instructions. When was X founded?").
+    kept = [c.group(0) for c in _CLAUSE.finditer(question)
+            if not any(pattern.search(c.group(0)) for pattern, _ in _QUESTION_ATTACKS)]
+    cleaned = " ".join(k.strip() for k in kept if any(ch.isalnum() for ch in k)).strip()
+    return QuestionAssessment(True, reasons, cleaned or question)
