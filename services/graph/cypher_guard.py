@@ -88,9 +88,6 @@ def _drop_trailing_semicolon(tokens: list[Token], text: str) -> tuple[list[Token
 def _check(tokens: list[Token]) -> None:
     if not tokens:
         raise _refuse("no statement", reason="EMPTY_CYPHER")
-    first = tokens[0]
-    if first.kind is not Kind.WORD or first.text.upper() not in READ_CLAUSES:
-        raise _refuse(f"a query must start with a read clause ({', '.join(sorted(READ_CLAUSES))})")
     for index, token in enumerate(tokens):
         if token.kind is Kind.SYMBOL:
             _check_symbol(token)
@@ -104,6 +101,9 @@ def _check(tokens: list[Token]) -> None:
                 _check_call(tokens, index)
         if _starts_namespaced_function(tokens, index):
             _check_function(tokens, index)
+    first = tokens[0]
+    if first.kind is not Kind.WORD or first.text.upper() not in READ_CLAUSES:
+        raise _refuse(f"a query must start with a read clause ({', '.join(sorted(READ_CLAUSES))})")
 
 
 def _check_symbol(token: Token) -> None:
