@@ -63,6 +63,8 @@ class OrchestratorSettings(BaseSettings):
     """Offline classifier: below this similarity the request falls back to chat.general."""
     mcp_servers: str = ""
     """External MCP servers as a JSON list of {name, command, args, env}; their tools join the agent's registry."""
+    mcp_tenant: str = ""
+    """Tenant the MCP server (``make mcp``) acts for; empty means the mesh's default tenant."""
     mcp_timeout_s: float = Field(default=30.0, gt=0)
     """Deadline of one MCP tool call and of connecting to an MCP server."""
 

@@ -1,0 +1,165 @@
+"""DocuThinker as an MCP server over stdio (official ``mcp`` SDK, FastMCP): ``make mcp``.
+
+Twenty tools, each a call to the running mesh (addresses from the usual ``DOCUTHINKER_*``
+variables): the seed orchestrator's thirteen (document operations, chat, health, costs, RAG
+and graph queries) and its AI/ML server's seven (brief, semantic search, topics, vector and
+graph upsert/search/query). For an MCP host, e.g. Claude Desktop's ``mcpServers``::
+
+    {"docuthinker": {"command": "/path/to/.venv/bin/python",
+                     "args": ["-m", "services.orchestrator.mcp_server"],
+                     "cwd": "/path/to/docuthinker"}}
+
+stdout carries the protocol; logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mcp.server.fastmcp import FastMCP
+
+from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
+from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
+from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
+from services.orchestrator.mcp_mesh import MeshGateway, as_dict
+from services.orchestrator.settings import OrchestratorSettings
+from services.orchestrator.tools import document_statistics
+from services.runtime.config import MeshSettings
+
+ORCHESTRATOR_TOOLS = (
+    "document_summarize", "document_key_ideas", "document_sentiment", "document_discussion_points",
+    "document_analytics", "document_bullet_summary", "document_rewrite", "document_recommendations",
+    "document_chat", "system_health", "system_costs", "rag_query", "knowledge_graph_query",
+)
+AI_ML_TOOLS = (
+    "agentic_document_brief", "semantic_document_search", "quick_topics", "vector_upsert", "vector_search",
+    "graph_upsert", "graph_query",
+)
+
+
+def build_server(mesh: MeshGateway) -> FastMCP:
+    server = FastMCP("docuthinker", instructions="Document intelligence over the DocuThinker mesh.")
+
+    # -- the seed orchestrator's thirteen ---------------------------------------------------
+    @server.tool()
+    async def document_summarize(text: str) -> dict[str, Any]:
+        """Summarise a document in prose."""
+        return await mesh.summarize(text)
+
+    @server.tool()
+    async def document_key_ideas(text: str) -> dict[str, Any]:
+        """The three to seven key ideas of a document."""
+        return await mesh.nlp("ExtractKeyIdeas", nlp_pb.ExtractKeyIdeasRequest(text=text))
+
+    @server.tool()
+    async def document_sentiment(text: str) -> dict[str, Any]:
+        """Sentiment of a document, overall and per sentence."""
+        return await mesh.nlp("AnalyzeSentiment", nlp_pb.AnalyzeSentimentRequest(text=text))
+
+    @server.tool()
+    async def document_discussion_points(text: str) -> dict[str, Any]:
+        """Questions worth discussing about a document."""
+        return await mesh.nlp("GenerateDiscussionPoints", nlp_pb.GenerateDiscussionPointsRequest(text=text))
+
+    @server.tool()
+    async def document_analytics(text: str) -> dict[str, Any]:
+        """Counts, reading time, readability and keywords of a text (the NLP service's analytics)."""
+        try:
+            return await mesh.nlp("ComputeAnalytics", nlp_pb.ComputeAnalyticsRequest(text=text))
+        except Exception:  # noqa: BLE001 - the seed computed analytics locally; do so when NLP is down
+            return {**document_statistics(text), "computed": "locally (NLP service unreachable)"}
+
+    @server.tool()
+    async def document_bullet_summary(text: str) -> dict[str, Any]:
+        """Bullet-point summary of a document."""
+        return await mesh.summarize(text, bullets=True)
+
+    @server.tool()
+    async def document_rewrite(text: str, style: str) -> dict[str, Any]:
+        """Rewrite a text in a style, e.g. "formal" or "plain English for a ten-year-old"."""
+        return await mesh.nlp("RewriteText", nlp_pb.RewriteTextRequest(text=text, style=style))
+
+    @server.tool()
+    async def document_recommendations(text: str) -> dict[str, Any]:
+        """Actionable recommendations with rationale and priority."""
+        return await mesh.nlp("GenerateRecommendations", nlp_pb.GenerateRecommendationsRequest(text=text))
+
+    @server.tool()
+    async def document_chat(message: str, documentText: str = "") -> dict[str, Any]:  # noqa: N803 - seed name
+        """Ask a question about a document's text (or chat without one)."""
+        return await mesh.chat(message, documentText)
+
+    @server.tool()
+    async def system_health() -> dict[str, Any]:
+        """Health of the orchestrator and every service of the mesh."""
+        return as_dict(await mesh.call("orchestrator", "GetHealth", orch_pb.GetHealthRequest()))
+
+    @server.tool()
+    async def system_costs(period: str = "today") -> dict[str, Any]:
+        """LLM spend by provider and intent for today, week or month, with the budgets."""
+        return as_dict(await mesh.call("orchestrator", "GetCosts", orch_pb.GetCostsRequest(period=period)))
+
+    @server.tool()
+    async def rag_query(query: str, topK: int = 5) -> dict[str, Any]:  # noqa: N803 - seed name
+        """A grounded answer with citations from the stored documents."""
+        reply = await mesh.call("rag", "Query", rag_pb.QueryRequest(question=query, top_k=topK), timeout=300)
+        return as_dict(reply.answer)
+
+    @server.tool()
+    async def knowledge_graph_query(query: str) -> dict[str, Any]:
+        """Query the knowledge graph: read-only Cypher, or a plain question about topics and entities."""
+        reply = await mesh.call(
+            "orchestrator", "ExecuteTool",
+            orch_pb.ExecuteToolRequest(name="knowledge_graph_query", input={"query": query}),
+        )
+        return as_dict(reply)["result"]
+
+    # -- the seed AI/ML server's seven ------------------------------------------------------
+    @server.tool()
+    async def agentic_document_brief(document: str, question: str = "", translate_lang: str = "") -> dict[str, Any]:
+        """Full analysis of a document: overview, topics, an answer with citations, the crew's review,
+        sentiment, and a translation when a language is given."""
+        return await mesh.brief(document, question, translate_lang)
+
+    @server.tool()
+    async def semantic_document_search(document: str, query: str) -> dict[str, Any]:
+        """Search inside one document (stored first; identical text is stored once)."""
+        return await mesh.search_in(document, query)
+
+    @server.tool()
+    async def quick_topics(document: str) -> dict[str, Any]:
+        """Weighted topics of a document."""
+        return await mesh.nlp("ExtractTopics", nlp_pb.ExtractTopicsRequest(text=document))
+
+    @server.tool()
+    async def vector_upsert(document: str, doc_id: str = "", metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Store a document: parsed, chunked, embedded and indexed for search."""
+        filename = str((metadata or {}).get("filename") or (f"{doc_id}.txt" if doc_id else "mcp-document.txt"))
+        return await mesh.ingest(document, filename)
+
+    @server.tool()
+    async def vector_search(query: str, n_results: int = 5) -> dict[str, Any]:
+        """Semantic (embedding) search over the stored documents."""
+        return await mesh.search(query, n_results, dense_only=True)
+
+    @server.tool()
+    async def graph_upsert(document: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Add a document's topics and entities to the knowledge graph."""
+        return await mesh.graph_upsert(document, metadata or {})
+
+    @server.tool()
+    async def graph_query(query: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Read-only Cypher over the knowledge graph, with parameters."""
+        return await mesh.graph_query(query, params)
+
+    return server
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    build_server(MeshGateway(MeshSettings(), OrchestratorSettings().mcp_tenant)).run("stdio")
+
+
+if __name__ == "__main__":
+    main()
