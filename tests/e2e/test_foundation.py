@@ -30,7 +30,7 @@ def test_each_service_answers_through_envoy(client):
     analytics = client.post("/v1/nlp/analytics", json={"text": "One sentence here. Another one!\n\nNew paragraph."})
     assert analytics.status_code == 200, analytics.text
     body = analytics.json()
-    assert (body["words"], body["sentences"], body["paragraphs"]) == (6, 3, 2)
+    assert (body["words"], body["sentences"], body["paragraphs"]) == (7, 3, 2)
 
     documents = client.get("/v1/documents")
     assert documents.status_code == 200, documents.text
@@ -63,7 +63,7 @@ def test_invalid_request_is_400_with_google_rpc_status(client):
     assert status["code"] == 3  # INVALID_ARGUMENT
     details = {d["@type"].rsplit("/", 1)[-1]: d for d in status["details"]}
     assert details["google.rpc.ErrorInfo"]["reason"] == "EMPTY_TEXT"
-    violations = details["google.rpc.BadRequest"]["fieldViolations"]
+    violations = details["google.rpc.BadRequest"]["field_violations"]
     assert violations[0]["field"] == "text"
 
 

@@ -19,6 +19,8 @@ pytestmark = pytest.mark.e2e
 
 def _port_free(port: int) -> bool:
     with socket.socket() as s:
+        # SO_REUSEADDR as servers use it: TIME_WAIT leftovers of closed connections do not count.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
