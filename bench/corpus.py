@@ -40,10 +40,15 @@ CACHE_DIR = pathlib.Path("data/bench-cache")
 class DiskCachedEncoder:
     """The production embedder with a persistent cache keyed by text hash (benchmarks only)."""
 
-    def __init__(self, path: pathlib.Path | None = None) -> None:
-        self._path = path or CACHE_DIR / f"{MODEL_NAME}-{WEIGHTS_SHA256[:12]}.npz"
+    SAVE_EVERY = 1024
+
+    def __init__(self, namespace: str = "", path: pathlib.Path | None = None) -> None:
+        # One file per data set: concurrent benchmark processes never overwrite each other's vectors.
+        suffix = f"-{namespace}" if namespace else ""
+        self._path = path or CACHE_DIR / f"{MODEL_NAME}-{WEIGHTS_SHA256[:12]}{suffix}.npz"
         self._vectors: dict[str, np.ndarray] = {}
         self._dirty = False
+        self._unsaved = 0
         if self._path.exists():
             with np.load(self._path) as data:
                 keys, matrix = data["keys"], data["vectors"]
@@ -61,6 +66,9 @@ class DiskCachedEncoder:
             for (key, _), vector in zip(missing, fresh, strict=True):
                 self._vectors[key] = vector
             self._dirty = True
+            self._unsaved += len(missing)
+            if self._unsaved >= self.SAVE_EVERY:  # long first runs keep their progress
+                self.save()
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
         return np.stack([self._vectors[k] for k in keys])
@@ -75,6 +83,7 @@ class DiskCachedEncoder:
         np.savez(tmp, keys=keys, vectors=matrix)
         tmp.replace(self._path)
         self._dirty = False
+        self._unsaved = 0
 
 
 @dataclass(frozen=True)
