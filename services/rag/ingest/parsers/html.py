@@ -86,7 +86,8 @@ def _table_rows(table: Tag):
             continue  # rows of a nested table are rendered inside their cell's text
         number += 1
         cells = [collapse_cell(cell.get_text(" ")) for cell in row.find_all(["td", "th"], recursive=False)]
-        yield number, cells
+        # Empty cells are mostly layout spacers on web pages (and 10-K filings); drop them.
+        yield number, [cell for cell in cells if cell]
 
 
 def parse_html(data: bytes, limits: ParseLimits) -> ParsedDocument:
