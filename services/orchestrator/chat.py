@@ -20,7 +20,7 @@ from services.runtime.errors import ResourceExhausted
 
 TASK = "chat"
 KEEP_TURNS_WHEN_COMPACTING = 4
-MAX_ANSWER_TOKENS = 1024
+MAX_ANSWER_TOKENS = 512
 INSTRUCTIONS = (
     "You are DocuThinker, an assistant for questions about documents. When a document is given,"
     " answer from it and say so when it does not contain the answer. Be concise."
