@@ -79,7 +79,7 @@ async def discussion_points(
                 f'Write {MIN_POINTS} to 5 open questions for discussing this document, as JSON: {{"points": [...]}}.'),
         "You write thoughtful discussion questions about a document, grounded in what it says.",
         schema=_Points,
-        max_tokens=600,
+        max_tokens=400,
     )
     try:
         result = await generation.generate(generator, "discussion_points", request)
@@ -121,24 +121,38 @@ async def recommendations(
                 '{"recommendations": [{"recommendation": ..., "rationale": ..., "priority": "high|medium|low"}]}.'),
         "You turn documents into concrete, actionable recommendations justified by the document.",
         schema=_Recommendations,
-        max_tokens=900,
+        max_tokens=600,
     )
     try:
         result = await generation.generate(generator, "recommendations", request)
     except DomainError as exc:  # no provider, or every provider failed: still answer, from the document
         log.warning("recommendations fall back to the grounded template: %s", exc.message)
         return Recommendations(tuple(grounding.fallback_advice(ground)), engines.GROUNDED_TEMPLATE)
-    parsed = generation.parse_json(result.text, _Recommendations)
-    items = [
-        Advice(" ".join(r.recommendation.split()), " ".join(r.rationale.split()), _PRIORITIES[r.priority])
-        for r in (parsed.recommendations if parsed else [])
-        if len(r.recommendation.split()) >= 3 and ground.mentions_document(f"{r.recommendation} {r.rationale}")
-    ]
+    items = _usable_advice(result.text, ground)
     if len(items) >= 2:
         items.sort(key=lambda a: a.priority)  # stable: the model's order within a priority
         return Recommendations(tuple(items[:MAX_POINTS]), generation.engine_of(result))
     log.info("unusable %s output for recommendations: %r", result.model, result.text[:200])
     return Recommendations(tuple(grounding.fallback_advice(ground)), engines.GROUNDED_TEMPLATE)
+
+
+def _usable_advice(output: str, ground: Grounding) -> list[Advice]:
+    """Distinct recommendations about the document, each with a rationale that is not a copy of it."""
+    parsed = generation.parse_json(output, _Recommendations)
+    seen: set[str] = set()
+    usable: list[Advice] = []
+    for item in parsed.recommendations if parsed else []:
+        text, why = " ".join(item.recommendation.split()), " ".join(item.rationale.split())
+        key = text.lower().rstrip(".")
+        if (
+            len(text.split()) >= 3
+            and key not in seen
+            and why.lower().rstrip(".") != key
+            and ground.mentions_document(f"{text} {why}")
+        ):
+            seen.add(key)
+            usable.append(Advice(text, why, _PRIORITIES[item.priority]))
+    return usable
 
 
 def _option(value: str, name: str, default: str | None = None) -> str:

@@ -24,6 +24,8 @@ _QUESTION_TEMPLATES = (
     'How does this connect to the rest of the document: "{idea}"?',
     'What remains open or debatable here: "{idea}"?',
 )
+_QUOTES = re.compile(r"[\"“”]")
+_EDGE_QUOTES = "\"'“”‘’ "
 # Cue -> priority (1 high, 2 medium, 3 low), strongest first.
 _DIRECTIVES = (
     (re.compile(r"\b(must|required|critical|urgent(?:ly)?|need(?:s)? to|have to|essential)\b", re.I), 1),
@@ -61,7 +63,8 @@ def build(prepared: PreparedText) -> Grounding:
     for index in range(len(prepared.spans)):
         sentence = " ".join(prepared.sentence(index).split())
         priority = directive_priority(sentence)
-        if priority is not None and prose_like(sentence):
+        # Quoted speech ("I must go," said the prince) tells a character, not the reader, to act.
+        if priority is not None and prose_like(sentence) and not _QUOTES.search(sentence):
             directives.append((sentence, priority))
     return Grounding(summary, ideas, tuple(directives), frozenset(content_words(prepared.text)))
 
@@ -75,9 +78,14 @@ def directive_priority(sentence: str) -> int | None:
 
 def fallback_questions(grounding: Grounding, limit: int = 5) -> list[str]:
     return [
-        _QUESTION_TEMPLATES[i % len(_QUESTION_TEMPLATES)].format(idea=idea.rstrip(".!?;: "))
+        _QUESTION_TEMPLATES[i % len(_QUESTION_TEMPLATES)].format(idea=_bare(idea))
         for i, idea in enumerate(grounding.ideas[:limit])
     ]
+
+
+def _bare(sentence: str) -> str:
+    """``sentence`` without its own surrounding quotes and final punctuation, to quote it again."""
+    return sentence.strip(_EDGE_QUOTES).rstrip(".!?;:,-").strip(_EDGE_QUOTES)
 
 
 @dataclass(frozen=True)
@@ -100,7 +108,7 @@ def fallback_advice(grounding: Grounding, limit: int = 5) -> list[Advice]:
             break
         advice.append(
             Advice(
-                f'Review and act on this central point of the document: "{idea.rstrip(".!?;: ")}".',
+                f'Review and act on this central point of the document: "{_bare(idea)}".',
                 f"It is key idea {rank} of the document (by centrality).",
                 2 if rank == 1 else 3,
             )

@@ -127,3 +127,20 @@ def test_parse_json_finds_the_first_valid_value():
     assert parse_json('noise {"x": 1} then {"points": ["a"]}', Points).points == ["a"]
     assert parse_json('```json\n["a", "b"]\n```', Points).points == ["a", "b"]  # a bare list for one field
     assert parse_json("no json here", Points) is None
+
+
+async def test_parroted_or_repeated_recommendations_are_not_usable(memo):
+    sentence = "The team should hire two more support agents before the holiday season."
+    parrot = {"recommendations": [{"recommendation": sentence, "rationale": sentence, "priority": "high"}] * 4}
+    result = await generative.recommendations(MEMO, memo, ScriptedGenerator(lambda t, r: json.dumps(parrot)), context_chars=6000)
+    assert result.engine.model == "grounded-template"
+
+
+def test_quoted_speech_is_no_directive_and_quotes_are_not_doubled():
+    text = (
+        '"I must put in an appearance there," said the prince. "Well, Prince, so Genoa and Lucca are now family estates." '
+        "The council should publish the budget before the vote."
+    )
+    ground = grounding.build(PreparedText(text))
+    assert [d for d, _ in ground.directives] == ["The council should publish the budget before the vote."]
+    assert not any('""' in q for q in grounding.fallback_questions(ground))
