@@ -1,7 +1,9 @@
 """Background, debounced rebuilds of a tenant's BM25 index after its chunks change.
 
-A burst of uploads costs one rebuild, not one per document; a search never waits for this
-(``KeywordIndex.search`` rebuilds a stale index itself), it just rarely finds one stale.
+A burst of uploads costs one rebuild, not one per document: the rebuild waits for a quiet
+period and, up to ``max_wait_s``, for ingestion to go idle (a rebuild competes with the
+embedding model for the same cores). Searches never depend on this: ``KeywordIndex.search``
+rebuilds a stale index itself, so this only spares the first search after a change the wait.
 """
 
 from __future__ import annotations
@@ -9,15 +11,21 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from collections.abc import Callable
+
 from services.rag.store import KeywordIndex
 
 log = logging.getLogger("docuthinker.rag.keyword")
 
 
 class KeywordRefresher:
-    def __init__(self, keyword: KeywordIndex, delay_s: float) -> None:
+    def __init__(
+        self, keyword: KeywordIndex, delay_s: float, busy: Callable[[], bool] = lambda: False, max_wait_s: float = 30.0
+    ) -> None:
         self._keyword = keyword
         self._delay_s = delay_s
+        self._busy = busy
+        self._max_wait_s = max_wait_s
         self._waiting: dict[str, asyncio.Task] = {}
         self._tasks: set[asyncio.Task] = set()
 
@@ -30,8 +38,12 @@ class KeywordRefresher:
         task.add_done_callback(self._tasks.discard)
 
     async def _refresh(self, tenant: str) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._max_wait_s
         try:
             await asyncio.sleep(self._delay_s)
+            while self._busy() and loop.time() < deadline:
+                await asyncio.sleep(max(self._delay_s, 0.05))
         finally:
             self._waiting.pop(tenant, None)
         try:

@@ -72,12 +72,13 @@ class RagRuntime:
         keyword = KeywordIndex(root / "bm25", metadata)
         keyword.load()
         index = ChunkIndex(metadata, vectors, keyword)
-        refresher = KeywordRefresher(keyword, settings.keyword_refresh_delay_s)
         locks = KeyedLocks()
         pipeline = IngestionPipeline(
             index, blobs, embedder, graph_sync or DisabledGraphSync(),
-            pipeline_config(settings, max_upload_bytes), on_change=refresher.notify, locks=locks,
+            pipeline_config(settings, max_upload_bytes), on_change=lambda tenant: refresher.notify(tenant), locks=locks,
         )
+        # BM25 rebuilds wait for ingestion to go idle: they would compete with the embedder for the cores.
+        refresher = KeywordRefresher(keyword, settings.keyword_refresh_delay_s, busy=lambda: pipeline.busy)
         catalog = DocumentCatalog(index, blobs, locks, on_change=refresher.notify)
         log.info("stores open", extra={"fields": {"data_dir": str(root), "vectors": loaded, "orphans": orphans,
                                                   "collection": vectors.collection}})

@@ -119,6 +119,11 @@ class IngestionPipeline:
     def embedder(self) -> TextEmbedder:
         return self._embedder_factory()  # type: ignore[operator]
 
+    @property
+    def busy(self) -> bool:
+        """True while any ingest, re-index or resume job runs."""
+        return bool(self._tasks)
+
     # -- entry points ----------------------------------------------------------------
     async def upload(self, tenant: str, filename: str, content_type: str, data: bytes) -> AsyncIterator[IngestEvent]:
         """Ingests new bytes; yields progress then exactly one ``IngestOutcome`` (or raises)."""
