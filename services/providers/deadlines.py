@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import AsyncIterator, Awaitable
 from typing import TypeVar
 
@@ -21,14 +22,14 @@ T = TypeVar("T")
 class Deadline:
     def __init__(self, provider: str, timeout_s: float | None) -> None:
         self._provider = provider
-        loop = asyncio.get_running_loop()
-        self._at = None if timeout_s is None else loop.time() + timeout_s
+        # time.monotonic, not the loop's clock: worker threads read it too (local model).
+        self._at = None if timeout_s is None else time.monotonic() + timeout_s
         self.timeout_s = timeout_s
 
     def remaining(self) -> float | None:
         if self._at is None:
             return None
-        return self._at - asyncio.get_running_loop().time()
+        return self._at - time.monotonic()
 
     def _expired(self) -> ProviderError:
         if self.timeout_s is None:

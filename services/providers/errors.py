@@ -85,8 +85,12 @@ def retry_after_from_headers(headers: Mapping[str, str] | None) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        pass
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, parsed.timestamp() - time.time())
 
 
 def to_domain_error(task: str, errors: Sequence[ProviderError]) -> DomainError:

@@ -49,8 +49,10 @@ class LocalModelError(RuntimeError):
 class LocalModelConfig:
     n_ctx: int = 8192
     """Context size (tokens) of the single slot."""
-    n_threads: int = 2
-    """CPU threads for generation and prompt processing."""
+    n_threads: int = 1
+    """CPU threads for generation and prompt processing. One by default: on the 2-core dev
+    machines, shared with the other services, 2 threads ran ~15x SLOWER (0.8 vs 13 tokens/s
+    at load 14) because llama.cpp's threads wait on each other at every op."""
 
 
 def gguf_path() -> Path:

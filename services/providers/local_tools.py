@@ -5,6 +5,10 @@ The model is told the tools and must answer with one JSON object, either
 ``anyOf`` with one branch per tool, arguments typed by the tool's own input schema) becomes a
 llama.cpp grammar, so the output always has that shape. Parsing stays defensive anyway.
 Earlier tool calls and results are replayed to the model in the same envelope, as text.
+
+The grammar's copy of each tool schema bounds its free strings (``maxLength``): at greedy
+decoding a 135M model happily repeats ``query.query.query...`` until max_tokens, which
+would leave the envelope unclosed. Bounded output is still valid against the tool's schema.
 """
 
 from __future__ import annotations
@@ -29,15 +33,28 @@ from services.providers.json_output import extract_json
 _INSTRUCTIONS = (
     "You can call one of these tools:\n{tools}\n"
     'Reply with ONE JSON object only: {{"tool": "<tool name>", "arguments": {{...}}}} to call a tool, '
-    'or {{"answer": ...}} to answer directly without a tool.'
+    'or {{"answer": "..."}} to answer directly without a tool.'
 )
+MAX_STRING_CHARS = 200
+
+
+def _bounded(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with ``maxLength`` on its unbounded string properties (recursively)."""
+    out = dict(schema)
+    if out.get("type") == "string" and "maxLength" not in out and "enum" not in out:
+        out["maxLength"] = MAX_STRING_CHARS
+    if isinstance(out.get("properties"), Mapping):
+        out["properties"] = {k: _bounded(v) for k, v in out["properties"].items() if isinstance(v, Mapping)}
+    if isinstance(out.get("items"), Mapping):
+        out["items"] = _bounded(out["items"])
+    return out
 
 
 def tool_choice_schema(tools: Sequence[ToolSpec], answer_schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
     branches: list[dict[str, Any]] = [
         {
             "type": "object",
-            "properties": {"tool": {"const": t.name}, "arguments": dict(t.input_schema)},
+            "properties": {"tool": {"const": t.name}, "arguments": _bounded(t.input_schema)},
             "required": ["tool", "arguments"],
             "additionalProperties": False,
         }
@@ -54,8 +71,17 @@ def tool_choice_schema(tools: Sequence[ToolSpec], answer_schema: Mapping[str, An
     return {"anyOf": branches}
 
 
+def _signature(schema: Mapping[str, Any]) -> str:
+    """``{"query": string, "top_k": integer}``: terser than JSON schema, which a tiny model follows better."""
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, Mapping):
+        return json.dumps(dict(schema))
+    fields = ", ".join(f'"{name}": {spec.get("type", "any")}' for name, spec in properties.items())
+    return "{" + fields + "}"
+
+
 def _tool_lines(tools: Sequence[ToolSpec]) -> str:
-    return "\n".join(f"- {t.name}: {t.description} Arguments schema: {json.dumps(dict(t.input_schema))}" for t in tools)
+    return "\n".join(f"- {t.name}: {t.description} Arguments: {_signature(t.input_schema)}" for t in tools)
 
 
 def chat_messages(request: GenerationRequest) -> list[dict[str, str]]:

@@ -42,8 +42,9 @@ class ProviderSettings(BaseSettings):
     gemini_model: str = "gemini-2.5-flash"
     local_n_ctx: int = Field(default=8192, ge=512)
     """Context size given to the local model (SmolLM2 was trained with 8192)."""
-    local_threads: int = Field(default=2, ge=1)
-    """CPU threads of the local model (the dev machines have 2 cores)."""
+    local_threads: int = Field(default=1, ge=1)
+    """CPU threads of the local model; 2 is faster only on an otherwise idle machine (see
+    local_model.LocalModelConfig.n_threads)."""
 
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = Field(default=None, validation_alias="ANTHROPIC_BASE_URL")
