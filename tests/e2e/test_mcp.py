@@ -1,0 +1,73 @@
+"""The MCP server (``make mcp``) driven by the official MCP client over stdio, against the real mesh."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from services.launcher.mesh import ROOT
+from services.orchestrator.mcp_server import AI_ML_TOOLS, ORCHESTRATOR_TOOLS
+
+pytestmark = pytest.mark.e2e
+
+TEXT = (
+    "Marie Curie won the Nobel Prize in Physics in 1903 and in Chemistry in 1911. She discovered polonium and "
+    "radium in Paris.\n\nHer research on radioactivity founded a new field of science, and the Curie Institute "
+    "continues her work on cancer treatment today."
+)
+
+
+def result(reply) -> dict:
+    assert not reply.isError, reply.content
+    return reply.structuredContent or json.loads(reply.content[0].text)
+
+
+async def test_mcp_client_lists_all_20_tools_and_calls_them_end_to_end(mesh):
+    env = {k: v for k, v in mesh.env.items() if k.startswith(("DOCUTHINKER_", "HF_", "TRANSFORMERS_"))}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "services.orchestrator.mcp_server"],
+                                   env=env, cwd=str(ROOT))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = (await session.list_tools()).tools
+        assert len(tools) == 20
+        assert {t.name for t in tools} == set(ORCHESTRATOR_TOOLS) | set(AI_ML_TOOLS)
+        rewrite = next(t for t in tools if t.name == "document_rewrite")
+        assert set(rewrite.inputSchema["required"]) == {"text", "style"}
+
+        summary = result(await session.call_tool("document_summarize", {"text": TEXT}))
+        assert "Curie" in summary["summary"]
+        analytics = result(await session.call_tool("document_analytics", {"text": TEXT}))
+        assert analytics["words"] > 40 and analytics["sentences"] == 3
+        topics = result(await session.call_tool("quick_topics", {"document": TEXT}))
+        assert topics["topics"]
+
+        stored = result(await session.call_tool("vector_upsert", {"document": TEXT, "doc_id": "curie"}))
+        document_id = stored["document"]["document_id"]
+        assert stored["document"]["filename"] == "curie.txt"
+        hits = result(await session.call_tool("vector_search", {"query": "who discovered radium", "n_results": 3}))
+        assert hits["results"][0]["provenance"]["document_id"] == document_id
+        answer = result(await session.call_tool("rag_query", {"query": "Which elements did Marie Curie discover?"}))
+        assert "curie" in answer["answer"].lower()
+        assert answer["citations"][0]["document_id"] == document_id
+
+        upserted = result(await session.call_tool("graph_upsert", {"document": TEXT, "metadata": {"doc_id": "curie-g",
+                                                                                                    "title": "Curie"}}))
+        assert upserted["document_id"] == "curie-g" and upserted["entities"] > 0
+        rows = result(await session.call_tool("graph_query", {
+            "query": "MATCH (d:Document {id: $id})-[:MENTIONS]->(e:Entity) RETURN e.name AS name",
+            "params": {"id": "curie-g"}}))
+        assert any("Curie" in row["name"] for row in rows["rows"])
+        lookup = result(await session.call_tool("knowledge_graph_query", {"query": "documents mentioning Curie"}))
+        assert lookup["translated"] and any(row["document_id"] == "curie-g" for row in lookup["rows"])
+
+        health = result(await session.call_tool("system_health", {}))
+        assert health["status"] == "SERVING"
+        costs = result(await session.call_tool("system_costs", {"period": "month"}))
+        assert costs["period"] == "month" and costs["daily_budget"] == 10.0
+
+        refused = await session.call_tool("graph_query", {"query": "MATCH (n) DETACH DELETE n"})
+        assert refused.isError and "INVALID_ARGUMENT" in refused.content[0].text
