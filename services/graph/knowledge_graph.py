@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from services.graph import related
 from services.graph.cypher_guard import check_read_only
 from services.graph.entity_resolution import entity_key
 from services.graph.query_params import validate_params
@@ -59,11 +58,11 @@ class KnowledgeGraph:
         if limit < 0:
             raise InvalidArgument("limit must be >= 0", violations=[FieldViolation("limit", "must be >= 0")])
         document_id = _document_id(document_id)
-        facts = await self.store.shared_facts(_tenant(), document_id)
-        if facts is None:
+        documents = await self.store.related(_tenant(), document_id, min(limit or DEFAULT_RELATED, MAX_RELATED))
+        if documents is None:
             raise NotFound(f"document {document_id!r} is not in the graph", reason="DOCUMENT_NOT_FOUND",
                            metadata={"document_id": document_id})
-        return related.rank(facts, min(limit or DEFAULT_RELATED, MAX_RELATED))
+        return documents
 
     async def entity(self, name: str) -> EntityView:
         key = entity_key(name)

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import ladybug
 
 from services.graph import statements as q
+from services.graph.related import RANK_SLACK, assemble
 from services.graph.settings import GraphSettings
 from services.graph.store import (
     DeleteResult,
@@ -33,7 +34,7 @@ from services.graph.store import (
     EntityView,
     GraphStats,
     QueryResult,
-    SharedFact,
+    RelatedDocument,
 )
 from services.graph.tenancy import database_name
 from services.graph.values import node_json, path_json, relationship_json, to_json
@@ -171,16 +172,14 @@ class LadybugGraphStore:
     async def delete_document(self, tenant: str, document_id: str) -> DeleteResult:
         return await self._run(tenant, lambda tdb: tdb.write(lambda run: run_sync(delete_plan(tenant, document_id), run)))
 
-    async def shared_facts(self, tenant: str, document_id: str) -> list[SharedFact] | None:
-        def work(tdb: _TenantDatabase) -> list[SharedFact] | None:
+    async def related(self, tenant: str, document_id: str, limit: int) -> list[RelatedDocument] | None:
+        def work(tdb: _TenantDatabase) -> list[RelatedDocument] | None:
             params = {"tenant": tenant, "id": document_id}
             if not tdb.read(q.COUNT_DOCUMENT, params)[0]["n"]:
                 return None
-            return [
-                SharedFact(r["id"], r["title"] or "", kind, r["name"], float(r["mine"]), float(r["theirs"]))
-                for kind, cypher in (("topic", q.SHARED_TOPICS), ("entity", q.SHARED_ENTITIES))
-                for r in tdb.read(cypher, params)
-            ]
+            scored = tdb.read(q.RELATED_DOCUMENTS, {**params, "limit": limit + RANK_SLACK})
+            shared = tdb.read(q.SHARED_ITEMS, {**params, "ids": [r["id"] for r in scored]}) if scored else []
+            return assemble(scored, shared, limit)
 
         return await self._run(tenant, work)
 

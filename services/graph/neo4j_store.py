@@ -21,6 +21,7 @@ import neo4j
 from neo4j import exceptions as neo4j_errors
 
 from services.graph import statements as q
+from services.graph.related import RANK_SLACK, assemble
 from services.graph.neo4j_provisioning import Provisioner, provisioner_for
 from services.graph.settings import Neo4jSettings
 from services.graph.store import (
@@ -30,7 +31,7 @@ from services.graph.store import (
     EntityView,
     GraphStats,
     QueryResult,
-    SharedFact,
+    RelatedDocument,
 )
 from services.graph.tenancy import database_name
 from services.graph.values import node_json, path_json, relationship_json, to_json
@@ -184,18 +185,22 @@ class Neo4jGraphStore:
         except Exception as exc:  # noqa: BLE001
             raise _backend_error(exc) from exc
 
-    async def shared_facts(self, tenant: str, document_id: str) -> list[SharedFact] | None:
+    async def related(self, tenant: str, document_id: str, limit: int) -> list[RelatedDocument] | None:
         params = {"tenant": tenant, "id": document_id}
-        found, topics, entities = await self._read(
-            tenant, [(q.COUNT_DOCUMENT, params), (q.SHARED_TOPICS, params), (q.SHARED_ENTITIES, params)]
-        )
-        if not found or not found[0]["n"]:
-            return None
-        return [
-            SharedFact(r["id"], r["title"] or "", kind, r["name"], float(r["mine"]), float(r["theirs"]))
-            for kind, rows in (("topic", topics), ("entity", entities))
-            for r in rows
-        ]
+        try:
+            async with self._driver.session(database=await self._database(tenant)) as session:
+                async def work(tx: neo4j.AsyncManagedTransaction) -> list[RelatedDocument] | None:
+                    found = await (await tx.run(q.COUNT_DOCUMENT, params)).data()
+                    if not found or not found[0]["n"]:
+                        return None
+                    scored = await (await tx.run(q.RELATED_DOCUMENTS, {**params, "limit": limit + RANK_SLACK})).data()
+                    ids = [r["id"] for r in scored]
+                    shared = await (await tx.run(q.SHARED_ITEMS, {**params, "ids": ids})).data() if ids else []
+                    return assemble(scored, shared, limit)
+
+                return await session.execute_read(work)
+        except Exception as exc:  # noqa: BLE001
+            raise _backend_error(exc) from exc
 
     async def entity(self, tenant: str, key: str, limit: int) -> EntityView | None:
         (rows,) = await self._read(tenant, [(q.ENTITY_WITH_DOCUMENTS, {"tenant": tenant, "key": key, "limit": limit})])

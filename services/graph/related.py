@@ -1,49 +1,43 @@
-"""Ranking of related documents from the topics and entities they share with a start document.
+"""Related documents: which documents share topics and entities with a start document, and how much.
 
 score = sum over shared topics of min(weight here, weight there)
       + sum over shared entities of m / (1 + m), where m = min(mentions here, mentions there)
 
 A shared topic counts as much as both documents care about it; a shared entity counts more the
 more both mention it, but never more than 1, so one name repeated a hundred times cannot
-outweigh several shared topics. Ties break by document id, so results are deterministic.
+outweigh several shared topics. The stores compute the sums in Cypher (``statements.
+RELATED_DOCUMENTS``) so that only the best rows leave the engine; ``assemble`` gives every backend
+the same final order: scores rounded to 6 places (backends add in different orders, and the last
+bits must not reorder equal scores), ties broken by document id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from services.graph.store import RelatedDocument, SharedFact
+from services.graph.store import RelatedDocument
 
-
-@dataclass
-class _Tally:
-    title: str
-    score: float = 0.0
-    topics: list[str] = field(default_factory=list)
-    entities: list[str] = field(default_factory=list)
+RANK_SLACK = 10
+"""Extra rows fetched beyond the limit, so re-ranking rounded scores cannot drop a tied document."""
 
 
 def entity_share(mine: float, theirs: float) -> float:
+    """An entity's contribution (the Cypher computes the same)."""
     m = min(mine, theirs)
     return m / (1.0 + m) if m > 0 else 0.0
 
 
-def rank(facts: Iterable[SharedFact], limit: int) -> list[RelatedDocument]:
-    tallies: dict[str, _Tally] = {}
-    for fact in facts:
-        tally = tallies.setdefault(fact.document_id, _Tally(fact.title))
-        if fact.kind == "topic":
-            tally.score += min(fact.mine, fact.theirs)
-            tally.topics.append(fact.name)
-        else:
-            tally.score += entity_share(fact.mine, fact.theirs)
-            tally.entities.append(fact.name)
-    # Rounded before sorting: backends return pairs in different orders, and float sums in a
-    # different order differ in the last bits, which must not reorder equal scores.
-    scored = [(round(t.score, 6), doc_id, t) for doc_id, t in tallies.items()]
-    scored.sort(key=lambda item: (-item[0], item[1]))
+def assemble(
+    scored: Iterable[Mapping[str, Any]], shared: Iterable[Mapping[str, Any]], limit: int
+) -> list[RelatedDocument]:
+    """``scored``: rows (id, title, score); ``shared``: rows (id, name, topic) naming what they share."""
+    ranked = sorted(((round(float(r["score"]), 6), r["id"], r["title"] or "") for r in scored), key=lambda x: (-x[0], x[1]))
+    topics: dict[str, set[str]] = {}
+    entities: dict[str, set[str]] = {}
+    for row in shared:
+        (topics if row["topic"] else entities).setdefault(row["id"], set()).add(row["name"])
     return [
-        RelatedDocument(doc_id, t.title, score, tuple(sorted(t.topics)), tuple(sorted(t.entities)))
-        for score, doc_id, t in scored[:limit]
+        RelatedDocument(doc_id, title, score, tuple(sorted(topics.get(doc_id, ()))), tuple(sorted(entities.get(doc_id, ()))))
+        for score, doc_id, title in ranked[:limit]
     ]

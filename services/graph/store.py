@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -48,20 +48,6 @@ class DocumentFacts:
 class DeleteResult:
     deleted: bool
     orphans_removed: int
-
-
-@dataclass(frozen=True)
-class SharedFact:
-    """One topic or entity that the start document shares with another document."""
-
-    document_id: str
-    title: str
-    kind: Literal["topic", "entity"]
-    name: str
-    mine: float
-    """The start document's weight (topic) or mention count (entity)."""
-    theirs: float
-    """The other document's weight or count."""
 
 
 @dataclass(frozen=True)
@@ -116,8 +102,9 @@ class GraphStore(Protocol):
         """Removes the document, its edges and any topic or entity it leaves without documents."""
         ...
 
-    async def shared_facts(self, tenant: str, document_id: str) -> list[SharedFact] | None:
-        """Every (other document, shared topic/entity) pair; None when the document does not exist."""
+    async def related(self, tenant: str, document_id: str, limit: int) -> list[RelatedDocument] | None:
+        """Up to ``limit`` documents sharing topics or entities with this one, scored and ordered as
+        ``related`` documents; None when the document does not exist."""
         ...
 
     async def entity(self, tenant: str, key: str, limit: int) -> EntityView | None:

@@ -29,6 +29,8 @@ Plan = Generator[Step, Rows, T]
 
 def upsert_plan(tenant: str, documents: Sequence[DocumentFacts]) -> Plan[None]:
     """MERGE the documents, replace their edges, then drop topics/entities nobody covers any more."""
+    # The last version of a document wins, and each (document, key) pair is linked once.
+    documents = list({d.document_id: d for d in documents}.values())
     if not documents:
         return
     ids = [d.document_id for d in documents]
@@ -43,24 +45,24 @@ def upsert_plan(tenant: str, documents: Sequence[DocumentFacts]) -> Plan[None]:
 
     topics: dict[str, dict[str, str]] = {}
     entities: dict[str, dict[str, str]] = {}
-    covers: list[dict[str, Any]] = []
-    mentions: list[dict[str, Any]] = []
+    covers: dict[tuple[str, str], dict[str, Any]] = {}
+    mentions: dict[tuple[str, str], dict[str, Any]] = {}
     for doc in documents:
         for topic in doc.topics:
             topics.setdefault(topic.key, {"key": topic.key, "name": topic.name})
-            covers.append({"doc": doc.document_id, "key": topic.key, "weight": float(topic.weight)})
+            covers[doc.document_id, topic.key] = {"doc": doc.document_id, "key": topic.key, "weight": float(topic.weight)}
         for entity in doc.entities:
             known = entities.setdefault(entity.key, {"key": entity.key, "name": entity.name, "type": entity.type})
             if not known["type"]:
                 known["type"] = entity.type
-            mentions.append({"doc": doc.document_id, "key": entity.key, "count": int(entity.count)})
+            mentions[doc.document_id, entity.key] = {"doc": doc.document_id, "key": entity.key, "count": int(entity.count)}
     # Empty lists are skipped: an embedded engine cannot infer the element type of [].
     if topics:
         yield Step(q.MERGE_TOPICS, {"tenant": tenant, "topics": list(topics.values())})
-        yield Step(q.LINK_TOPICS, {"tenant": tenant, "covers": covers})
+        yield Step(q.LINK_TOPICS, {"tenant": tenant, "covers": list(covers.values())})
     if entities:
         yield Step(q.MERGE_ENTITIES, {"tenant": tenant, "entities": list(entities.values())})
-        yield Step(q.LINK_ENTITIES, {"tenant": tenant, "mentions": mentions})
+        yield Step(q.LINK_ENTITIES, {"tenant": tenant, "mentions": list(mentions.values())})
     yield from _remove_orphans(tenant, old_topics - topics.keys(), old_entities - entities.keys())
 
 

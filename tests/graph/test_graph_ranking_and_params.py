@@ -8,31 +8,31 @@ import pytest
 from google.protobuf import json_format, struct_pb2
 
 from services.graph.query_params import from_struct, struct_row, validate_params
-from services.graph.related import entity_share, rank
-from services.graph.store import SharedFact
+from services.graph.related import assemble, entity_share
 from services.graph.tenancy import database_name
 from services.graph.values import to_json
 from services.runtime.errors import InvalidArgument
 
 
-def test_rank_sums_min_weights_and_damped_entity_mentions():
-    facts = [
-        SharedFact("b", "B", "topic", "AI", 0.8, 0.4),
-        SharedFact("b", "B", "entity", "Apple", 5, 1),
-        SharedFact("c", "C", "topic", "Graphs", 0.5, 0.7),
-        SharedFact("c", "C", "entity", "Ada", 1, 4),
-        SharedFact("c", "C", "entity", "Apple", 5, 2),
-        SharedFact("a", "A", "topic", "AI", 0.4, 0.4),
+def test_assemble_orders_by_rounded_score_then_id_and_names_shared_items():
+    scored = [
+        {"id": "b", "title": "B", "score": 0.9},
+        {"id": "c", "title": None, "score": 0.5 + 0.5 + 2 / 3},
+        {"id": "z", "title": "Z", "score": 0.1 + 0.2},  # 0.30000000000000004: ties with "a" once rounded
+        {"id": "a", "title": "A", "score": 0.3},
     ]
-    ranked = rank(facts, limit=10)
-    assert [(r.document_id, r.score) for r in ranked] == [("c", round(0.5 + 0.5 + 2 / 3, 6)), ("b", 0.9), ("a", 0.4)]
-    assert ranked[0].shared_entities == ("Ada", "Apple")
-    assert [r.document_id for r in rank(facts, limit=1)] == ["c"]
-
-
-def test_equal_scores_break_ties_by_document_id():
-    facts = [SharedFact(d, d, "topic", "t", 0.1 + 0.2, 0.3) for d in ("z", "m", "a")]
-    assert [r.document_id for r in rank(facts, 10)] == ["a", "m", "z"]
+    shared = [
+        {"id": "c", "name": "Graphs", "topic": True},
+        {"id": "c", "name": "Apple", "topic": False},
+        {"id": "c", "name": "Ada", "topic": False},
+        {"id": "b", "name": "AI", "topic": True},
+        {"id": "a", "name": "AI", "topic": True},
+    ]
+    ranked = assemble(scored, shared, limit=10)
+    assert [(r.document_id, r.score) for r in ranked] == [("c", 1.666667), ("b", 0.9), ("a", 0.3), ("z", 0.3)]
+    assert (ranked[0].title, ranked[0].shared_topics, ranked[0].shared_entities) == ("", ("Graphs",), ("Ada", "Apple"))
+    assert ranked[3].shared_topics == ()
+    assert [r.document_id for r in assemble(scored, shared, limit=1)] == ["c"]
 
 
 def test_entity_share_is_bounded():
