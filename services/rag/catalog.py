@@ -90,8 +90,10 @@ class DocumentCatalog:
 
     async def delete(self, tenant: str, document_id: str) -> int:
         """Removes the document from SQLite, Chroma, FAISS and BM25, and its original bytes."""
-        record = await self.get(tenant, document_id)
+        await self.get(tenant, document_id)
         async with self._locks.hold(document_id):
+            # Looked up again under the lock: an ingest that held it may have dropped a bad upload.
+            record = await self.get(tenant, document_id)
             removed = await asyncio.to_thread(self._index.remove_document, tenant, document_id)
             await asyncio.to_thread(self._blobs.delete, tenant, record.content_sha256)
             # Rebuild BM25 now rather than later, so the index on disk no longer holds the chunks.

@@ -246,3 +246,22 @@ async def test_text_of_a_failed_document_is_a_failed_precondition(open_runtime) 
     with pytest.raises(DomainError) as caught:
         await runtime.catalog.text("acme", record.document_id)
     assert caught.value.code == grpc.StatusCode.FAILED_PRECONDITION
+
+
+async def test_one_failing_resume_does_not_strand_the_others(open_runtime) -> None:
+    gate = GatedEmbedder()
+    runtime = open_runtime(gate)
+    tasks = [asyncio.create_task(_upload(runtime, TEXT.encode(), "a.txt")),
+             asyncio.create_task(_upload(runtime, (TEXT + " More.").encode(), "b.txt"))]
+    while len(runtime.metadata.unfinished_documents()) < 2 or not gate.entered.is_set():
+        await asyncio.sleep(0.05)
+    await runtime.pipeline.close()
+    gate.release.set()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    assert len(runtime.metadata.unfinished_documents()) == 2
+    runtime.metadata.close()
+
+    restarted = open_runtime(FailingEmbedder(fail_on=1))  # the first resumed document fails
+    assert await restarted.pipeline.resume_unfinished() == 2
+    statuses = sorted(d.status.name for d in restarted.metadata.list_documents("acme", 10))
+    assert statuses == ["FAILED", "READY"]

@@ -149,8 +149,12 @@ class IngestionPipeline:
         for record in stuck:
             job = _Job()
             self._spawn(self._run_resume(record, job, enabled), job)
-            async for _ in job.events():
-                pass
+            try:
+                async for _ in job.events():
+                    pass
+            except Exception as exc:  # noqa: BLE001 - one document's failure must not strand the others
+                log.warning("resumed ingestion failed", extra={"fields": {
+                    "document_id": record.document_id, "error": str(exc) or type(exc).__name__}})
         return len(stuck)
 
     async def close(self) -> None:
@@ -222,11 +226,7 @@ class IngestionPipeline:
                 return
             log.info("resuming interrupted ingestion", extra={"fields": {
                 "document_id": record.document_id, "tenant": record.tenant, "status": record.status.name}})
-            try:
-                await self._ingest(record, data, job, forget_on_bad_input=True)
-            except DomainError as exc:
-                log.warning("resumed ingestion failed", extra={"fields": {
-                    "document_id": record.document_id, "error": exc.message}})
+            await self._ingest(record, data, job, forget_on_bad_input=True)
 
     # -- stages ----------------------------------------------------------------------
     async def _ingest(self, record: DocumentRecord, data: bytes, job: _Job, forget_on_bad_input: bool) -> None:
