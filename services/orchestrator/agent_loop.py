@@ -35,6 +35,7 @@ from services.providers.base import (
 AGENT_TASK = "agent"
 TOOL_CHOICE_TASK = "agent_tool_choice"
 MAX_TOOL_OUTPUT_CHARS = 20_000
+MAX_ITERATIONS_CAP = 50
 DEFAULT_SYSTEM = (
     "You are DocuThinker's document agent. Use the tools to look things up in the user's documents, the"
     " knowledge graph and the text analysers; cite what the tools returned; say so when they found nothing."
@@ -79,7 +80,7 @@ class AgentLoop:
         provider: str = "",
         max_iterations: int = 0,
     ) -> AgentRun:
-        cap = max_iterations or self.max_iterations
+        cap = min(max_iterations or self.max_iterations, MAX_ITERATIONS_CAP)
         with intent_scope("agent"):
             if provider != "local" and (provider or self._llm.remote_can_serve(AGENT_TASK)):
                 return await self._model_loop(message, system_prompt, context, provider, cap)

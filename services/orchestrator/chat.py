@@ -81,19 +81,11 @@ class ChatResponder:
                 metadata={"available": str(available)},
             )
 
-        compacted = False
         fixed = estimate_tokens(INSTRUCTIONS) + estimate_tokens(message) + estimate_tokens(
             insight.summary if insight else ""
         )
-        if fixed + self._budget.count(conversation_summary, turns) + estimate_tokens(document_text) > available:
-            if len(turns) > KEEP_TURNS_WHEN_COMPACTING:
-                older_summary, turns = await compact_turns(turns, KEEP_TURNS_WHEN_COMPACTING, self._summarize)
-                conversation_summary = "\n".join(p for p in (conversation_summary, older_summary) if p)
-                compacted = True
-            room = available - fixed - self._budget.count(conversation_summary, turns)
-            if estimate_tokens(document_text) > room:
-                document_text = truncate_to_tokens(document_text, room)
-                compacted = True
+        fitted = await self._fit(available - fixed, conversation_summary, turns, document_text)
+        conversation_summary, turns, document_text, compacted = fitted
 
         system = [TextBlock(INSTRUCTIONS)]
         if document_text:
@@ -124,6 +116,34 @@ class ChatResponder:
             compacted=compacted,
             history_messages=held,
         )
+
+
+    async def _fit(
+        self, room: int, summary: str, turns: list[Turn], document: str
+    ) -> tuple[str, list[Turn], str, bool]:
+        """Summary, turns and document cut to ``room`` tokens: the document keeps at least half of it.
+
+        Older turns are summarised first (the last four kept); if the history still does not fit,
+        the summary is cut to a third of the history's share, then the oldest kept turns are left
+        out of this prompt (they stay in the stored conversation); the document gets what remains.
+        """
+        if self._budget.count(summary, turns) + estimate_tokens(document) <= room:
+            return summary, turns, document, False
+        if len(turns) > KEEP_TURNS_WHEN_COMPACTING:
+            older, turns = await compact_turns(turns, KEEP_TURNS_WHEN_COMPACTING, self._summarize)
+            summary = "\n".join(p for p in (summary, older) if p)
+        history_room = max(0, room - min(estimate_tokens(document), room // 2))
+        if self._budget.count(summary, turns) > history_room:
+            # Recent turns matter more than the summary of old ones: the summary gets a third at most.
+            summary = truncate_to_tokens(summary, history_room // 3)
+        while turns and self._budget.count(summary, turns) > history_room:
+            turns = turns[1:]
+        if self._budget.count(summary, turns) > history_room:
+            summary = truncate_to_tokens(summary, history_room - self._budget.count("", turns))
+        document_room = max(0, room - self._budget.count(summary, turns))
+        if estimate_tokens(document) > document_room:
+            document = truncate_to_tokens(document, document_room)
+        return summary, turns, document, True
 
 
 def _alternating(turns: list[Turn]) -> list[Message]:

@@ -42,6 +42,10 @@ _STUBS: dict[str, Callable[[grpc.aio.Channel], Any]] = {
 class McpCallError(RuntimeError):
     """A mesh call made by an MCP tool failed."""
 
+    def __init__(self, message: str, code: grpc.StatusCode | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
 
 def as_dict(message: Any) -> dict[str, Any]:
     return json_format.MessageToDict(message, preserving_proto_field_name=True)
@@ -68,7 +72,7 @@ class MeshGateway:
         try:
             return await getattr(self._stub(service), method)(request, timeout=timeout)
         except grpc.aio.AioRpcError as exc:
-            raise McpCallError(f"{service}.{method} failed: {exc.code().name}: {exc.details()}") from None
+            raise McpCallError(f"{service}.{method} failed: {exc.code().name}: {exc.details()}", exc.code()) from None
         finally:
             request_context.unbind(token)
 
@@ -77,7 +81,7 @@ class MeshGateway:
         try:
             return [event async for event in getattr(self._stub(service), method)(request, timeout=timeout)]
         except grpc.aio.AioRpcError as exc:
-            raise McpCallError(f"{service}.{method} failed: {exc.code().name}: {exc.details()}") from None
+            raise McpCallError(f"{service}.{method} failed: {exc.code().name}: {exc.details()}", exc.code()) from None
         finally:
             request_context.unbind(token)
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import grpc
 from mcp.server.fastmcp import FastMCP
 
 from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
 from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
-from services.orchestrator.mcp_mesh import MeshGateway, as_dict
+from services.orchestrator.mcp_mesh import McpCallError, MeshGateway, as_dict
 from services.orchestrator.settings import OrchestratorSettings
 from services.orchestrator.tools import document_statistics
 from services.runtime.config import MeshSettings
@@ -67,7 +68,10 @@ def build_server(mesh: MeshGateway) -> FastMCP:
         """Counts, reading time, readability and keywords of a text (the NLP service's analytics)."""
         try:
             return await mesh.nlp("ComputeAnalytics", nlp_pb.ComputeAnalyticsRequest(text=text))
-        except Exception:  # noqa: BLE001 - the seed computed analytics locally; do so when NLP is down
+        except McpCallError as exc:
+            # The seed computed analytics locally: do the same when the NLP service is down.
+            if exc.code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise
             return {**document_statistics(text), "computed": "locally (NLP service unreachable)"}
 
     @server.tool()

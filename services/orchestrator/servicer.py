@@ -35,6 +35,7 @@ _CIRCUIT_STATES = {
     CircuitState.HALF_OPEN: pb.CIRCUIT_STATE_HALF_OPEN,
 }
 DEFAULT_DLQ_LIMIT = 20
+MAX_DLQ_LIMIT = 1000
 RECENT_MESSAGES = 10
 
 
@@ -241,7 +242,11 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
         )
 
     async def ListDeadLetters(self, request: pb.ListDeadLettersRequest, context) -> pb.ListDeadLettersResponse:
-        letters, counts = self._c.dlq.list(request.limit or DEFAULT_DLQ_LIMIT, current_tenant())
+        if request.limit < 0:
+            raise InvalidArgument("limit must not be negative", reason="BAD_LIMIT",
+                                  violations=[FieldViolation("limit", "0 (default 20) to 1000")])
+        limit = min(request.limit or DEFAULT_DLQ_LIMIT, MAX_DLQ_LIMIT)
+        letters, counts = self._c.dlq.list(limit, current_tenant())
         return pb.ListDeadLettersResponse(
             messages=[_letter(letter) for letter in letters],
             parked=counts.parked,

@@ -28,6 +28,7 @@ def result(reply) -> dict:
 
 async def test_mcp_client_lists_all_20_tools_and_calls_them_end_to_end(mesh):
     env = {k: v for k, v in mesh.env.items() if k.startswith(("DOCUTHINKER_", "HF_", "TRANSFORMERS_"))}
+    env["DOCUTHINKER_MCP_TENANT"] = "mcp-e2e"  # its documents and graph stay out of other suites' way
     params = StdioServerParameters(command=sys.executable, args=["-m", "services.orchestrator.mcp_server"],
                                    env=env, cwd=str(ROOT))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -51,7 +51,8 @@ def wait_routable(client: httpx.Client, path: str = "/v1/circuits", timeout_s: f
 
 @pytest.fixture(scope="module")
 def client(mesh):
-    with httpx.Client(base_url=mesh.base_url, timeout=180) as http:
+    # Our own tenant: documents and graph data stay out of other suites' way in the shared mesh.
+    with httpx.Client(base_url=mesh.base_url, timeout=180, headers={"x-tenant-id": "orchestrator-e2e"}) as http:
         yield http
 
 

@@ -286,3 +286,27 @@ async def test_restart_keeps_costs_circuits_dead_letters_and_conversations(make_
     assert letters.retrying == 3
     conversation = await stub.GetConversation(pb.GetConversationRequest(user_id="u", document_id="general"))
     assert [m.content for m in conversation.messages] == ["hi"]
+
+
+async def test_chat_compacts_history_and_document_to_fit_a_small_context_window(make_orchestrator, fake_mesh):
+    orchestrator = make_orchestrator()
+    orchestrator.local.context_window = 4096 + 600  # 600 tokens left once the answer's 4096 are reserved
+    stub = await orchestrator.start(providers="local")
+    for n in range(8):
+        await stub.AddConversationMessage(pb.AddConversationMessageRequest(
+            user_id="u", role="user" if n % 2 == 0 else "assistant",
+            content=f"Turn {n}: " + "earlier detail " * 20))
+    document = "\n\n".join(f"Paragraph {n}. " + "Some content here. " * 20 for n in range(10))
+    stream = await events(stub.Process(pb.ProcessRequest(
+        intent="chat.document", text=document, message="What is in paragraph 1?", user_id="u")))
+    chat = stream[-2].subtask
+    assert chat.state == pb.TASK_STATE_SUCCEEDED and chat.data["compacted"]
+    request = orchestrator.local.requests[-1]
+    prompt_chars = sum(len(b.text) for b in request.system) + sum(len(m.content) for m in request.messages)
+    assert prompt_chars <= 600 * 4 + 100  # the estimate, plus the context tags
+    kept = [m.content.split(":")[0] for m in request.messages[:-1]]
+    assert kept and kept == [f"Turn {n}" for n in range(8 - len(kept), 8)]  # the most recent turns, in order
+    system = "".join(b.text for b in request.system)
+    assert "<conversation_summary>" in system
+    assert "Paragraph 0." in system and "Paragraph 9." not in system  # the document's head, cut to fit
+    assert "Summarize" in fake_mesh.switches["nlp"].calls  # older turns summarised by the NLP service
