@@ -17,7 +17,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from bench.corpus import DiskCachedEncoder
+from bench.corpus import CACHE_DIR, DiskCachedEncoder
 from bench.squad import Outcome, build, evaluate_questions
 
 
@@ -47,6 +47,14 @@ def main() -> None:
     finally:
         encoder.save()
         corpus.close()
+    dump = CACHE_DIR / "squad-calibration.jsonl"
+    with dump.open("w") as fh:  # per-question features, for analysis beyond the one threshold
+        for o in outcomes:
+            fh.write(json.dumps({"id": o.question.id, "question": o.question.text, "article": o.question.article,
+                                 "answerable": o.question.answerable, "golds": [t for t, _ in o.question.answers],
+                                 "score": o.best_score, "sentence": o.best_sentence, "context": o.best_context,
+                                 "evidence_at_5": o.evidence_at_5, "short_answer": o.short_answer,
+                                 "citations": o.citations}) + "\n")
     print("threshold  answered(answerable)  refused(unanswerable)")
     for threshold in [x / 100 for x in range(20, 80, 2)]:
         answered, refused = rates(outcomes, threshold)

@@ -21,7 +21,7 @@ from services.rag.retrieval import FusionMethod, HybridRetriever, Normalisation,
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 
-QUICK_QUERIES = 150
+QUICK_QUERIES = 200
 QUICK_DOCS = 1200
 
 

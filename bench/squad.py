@@ -80,6 +80,9 @@ class Outcome:
     short_answer: str
     citations: tuple[tuple[int, int], ...]
     """(start, end) in the article text of each citation in the right article; (-1, -1) elsewhere."""
+    best_sentence: str = ""
+    best_context: str = ""
+    """The chunk holding the best sentence (for the calibration's feature analysis)."""
 
 
 def evaluate_questions(corpus: BenchCorpus, questions: Sequence[Question], encoder,
@@ -102,8 +105,10 @@ def evaluate_questions(corpus: BenchCorpus, questions: Sequence[Question], encod
             (c.char_start, c.char_end) if corpus.by_document_id[c.chunk.document_id].key == q.article else (-1, -1)
             for c in answer.citations
         )
-        outcomes.append(Outcome(q, evidence, ranked[0].score if ranked else 0.0, not answer.abstained,
-                                answer.short_answer, spans))
+        best = ranked[0] if ranked else None
+        outcomes.append(Outcome(q, evidence, best.score if best else 0.0, not answer.abstained,
+                                answer.short_answer, spans, best.span.text if best else "",
+                                best.retrieved.chunk.text if best else ""))
     return outcomes
 
 

@@ -48,16 +48,16 @@ def documents(client) -> dict[str, str]:
         assert reply.status_code == 200, reply.text
         done = sse_events(reply.text)[-1]["done"]["document"]
         assert done["status"] == "DOCUMENT_STATUS_READY", done
-        ids[name] = done["documentId"]
+        ids[name] = done["document_id"]
     return ids
 
 
 def test_search_returns_scored_chunks_with_provenance(client, documents):
-    reply = client.post("/v1/search", json={"query": "turbine blade inspection", "topK": 3}, headers=A)
+    reply = client.post("/v1/search", json={"query": "turbine blade inspection", "top_k": 3}, headers=A)
     assert reply.status_code == 200, reply.text
     results = reply.json()["results"]
     assert 0 < len(results) <= 3 and "six months" in results[0]["text"]
-    assert results[0]["provenance"]["documentId"] == documents["handbook.txt"]
+    assert results[0]["provenance"]["document_id"] == documents["handbook.txt"]
     assert results[0]["provenance"]["filename"] == "handbook.txt"
     assert reply.json()["fusion"] in ("FUSION_METHOD_SCORE", "FUSION_METHOD_RRF")
 
@@ -66,20 +66,20 @@ def test_query_answers_with_a_citation_that_slices_the_page_text(client, documen
     reply = client.post("/v1/query", json={"question": "When was the Lyon warehouse opened?"}, headers=A)
     assert reply.status_code == 200, reply.text
     answer = reply.json()["answer"]
-    assert answer["supportStatus"] == "SUPPORT_STATUS_SUPPORTED" and "1998" in answer["answer"]
+    assert answer["support_status"] == "SUPPORT_STATUS_SUPPORTED" and "1998" in answer["answer"]
     citation = answer["citations"][0]
-    text = client.get(f"/v1/documents/{citation['documentId']}/text", headers=A).json()
-    page = [s["text"] for s in text["sections"] if s.get("page", 0) == citation.get("page", 0)][0]
-    assert page[citation.get("charStart", 0) : citation["charEnd"]] == citation["excerpt"]
+    text = client.get(f"/v1/documents/{citation['document_id']}/text", headers=A).json()
+    page = [s["text"] for s in text["sections"] if s["page"] == citation["page"]][0]
+    assert page[citation["char_start"] : citation["char_end"]] == citation["excerpt"]
 
 
 def test_query_abstains_and_tenants_are_isolated(client, documents):
     answer = client.post("/v1/query", json={"question": "Who founded Globex?"}, headers=A).json()["answer"]
-    assert answer["answer"] == REFUSAL and answer["supportStatus"] == "SUPPORT_STATUS_INSUFFICIENT"
+    assert answer["answer"] == REFUSAL and answer["support_status"] == "SUPPORT_STATUS_INSUFFICIENT"
     other = client.post("/v1/query", json={"question": "Who founded Globex?"}, headers=B).json()["answer"]
     assert "Hank Scorpio" in other["answer"]
-    hits = client.post("/v1/search", json={"query": "Lyon warehouse turbine", "topK": 10}, headers=B).json()["results"]
-    assert {h["provenance"]["documentId"] for h in hits} <= {documents["secret.txt"]}
+    hits = client.post("/v1/search", json={"query": "Lyon warehouse turbine", "top_k": 10}, headers=B).json()["results"]
+    assert {h["provenance"]["document_id"] for h in hits} <= {documents["secret.txt"]}
 
 
 def test_planted_instruction_does_not_hijack_and_honest_colon_question_passes(client, documents):
@@ -95,8 +95,8 @@ def test_invalid_requests_map_to_http_errors(client, documents):
     details = {d["@type"].rsplit("/", 1)[-1]: d for d in empty.json()["details"]}
     assert details["google.rpc.BadRequest"]["field_violations"][0]["field"] == "question"
     assert client.post("/v1/query", json={"question": "x" * 2001}, headers=A).status_code == 400
-    assert client.post("/v1/query", json={"question": "Why?", "topK": 500}, headers=A).status_code == 400
-    missing = client.post("/v1/query", json={"question": "Why?", "documentIds": [documents["secret.txt"]]}, headers=A)
+    assert client.post("/v1/query", json={"question": "Why?", "top_k": 500}, headers=A).status_code == 400
+    missing = client.post("/v1/query", json={"question": "Why?", "document_ids": [documents["secret.txt"]]}, headers=A)
     assert missing.status_code == 404
 
 
@@ -105,7 +105,7 @@ def test_query_stream_is_sse_and_ends_with_done(client, documents):
     assert reply.status_code == 200, reply.text
     events = sse_events(reply.text)
     assert "retrieval" in events[0] and "done" in events[-1]
-    deltas = "".join(e["answerDelta"] for e in events if "answerDelta" in e)
+    deltas = "".join(e["answer_delta"] for e in events if "answer_delta" in e)
     assert deltas == events[-1]["done"]["answer"] and "six months" in deltas
     assert any("citation" in e for e in events)
 
@@ -115,10 +115,10 @@ def test_agent_query_partial_with_execution_summary(client, documents):
                         json={"question": "When was the Lyon warehouse opened and who founded Globex?"}, headers=A)
     assert reply.status_code == 200, reply.text
     body = reply.json()
-    summary = body["executionSummary"]
-    assert summary["plannedQueries"] == ["When was the Lyon warehouse opened?", "Who founded Globex?"]
-    assert summary["supportStatus"] == "SUPPORT_STATUS_PARTIAL" == body["answer"]["supportStatus"]
-    assert summary["retrievalPerformed"] and summary["chunksRetrieved"] > 0
+    summary = body["execution_summary"]
+    assert summary["planned_queries"] == ["When was the Lyon warehouse opened?", "Who founded Globex?"]
+    assert summary["support_status"] == "SUPPORT_STATUS_PARTIAL" == body["answer"]["support_status"]
+    assert summary["retrieval_performed"] and summary["chunks_retrieved"] > 0
     assert [s["node"] for s in summary["steps"]][:4] == ["planner", "retriever", "reasoner", "validator"]
 
 
