@@ -43,6 +43,7 @@ from services.rag.graph_sync import GraphSync
 from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
 from services.rag.ingest.embedding import TextEmbedder, embed_in_groups
 from services.rag.ingest.formats import FileType, Upload, corrupt, validate_upload
+from services.rag.ingest.jobs import IngestJob, StageTimer
 from services.rag.ingest.parsers import ParseLimits, parse
 from services.rag.locks import KeyedLocks
 from services.rag.store import BlobStore, ChunkIndex
@@ -58,39 +59,6 @@ class PipelineConfig:
     limits: ParseLimits = field(default_factory=ParseLimits)
     embed_batch_size: int = 32
     embed_progress_every: int = 128
-
-
-@dataclass
-class _Timings:
-    stages: dict[str, float] = field(default_factory=dict)
-    _mark: float = field(default_factory=time.perf_counter)
-
-    def lap(self, stage: str) -> None:
-        now = time.perf_counter()
-        self.stages[stage] = round((now - self._mark) * 1000, 2)
-        self._mark = now
-
-
-class _Job:
-    """Events of one ingest, produced by a background task and consumed by at most one RPC."""
-
-    _END = object()
-
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue = asyncio.Queue()
-        self.task: asyncio.Task | None = None
-
-    def emit(self, event: IngestEvent) -> None:
-        self.queue.put_nowait(event)
-
-    async def events(self) -> AsyncIterator[IngestEvent]:
-        while True:
-            item = await self.queue.get()
-            if item is self._END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
 
 
 class IngestionPipeline:
@@ -128,13 +96,13 @@ class IngestionPipeline:
     async def upload(self, tenant: str, filename: str, content_type: str, data: bytes) -> AsyncIterator[IngestEvent]:
         """Ingests new bytes; yields progress then exactly one ``IngestOutcome`` (or raises)."""
         upload = validate_upload(filename, content_type, data, self._config.max_upload_bytes)
-        job = _Job()
+        job = IngestJob()
         self._spawn(self._run_upload(tenant, upload, job), job)
         async for event in job.events():
             yield event
 
     async def reindex(self, tenant: str, document_id: str) -> DocumentRecord:
-        job = _Job()
+        job = IngestJob()
         self._spawn(self._run_reindex(tenant, document_id, job), job)
         outcome = None
         async for event in job.events():
@@ -147,7 +115,7 @@ class IngestionPipeline:
         """Restarts documents left in a non-terminal status by a crash (or marks them failed)."""
         stuck = await asyncio.to_thread(self._metadata.unfinished_documents)
         for record in stuck:
-            job = _Job()
+            job = IngestJob()
             self._spawn(self._run_resume(record, job, enabled), job)
             try:
                 async for _ in job.events():
@@ -163,18 +131,18 @@ class IngestionPipeline:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    def _spawn(self, coro, job: _Job) -> _Job:
+    def _spawn(self, coro, job: IngestJob) -> IngestJob:
         async def run() -> None:
             try:
                 await coro
             except asyncio.CancelledError:
-                job.queue.put_nowait(Unavailable("ingestion was interrupted by a shutdown; it resumes on restart",
-                                                 reason="INGEST_INTERRUPTED"))
+                job.fail(Unavailable("ingestion was interrupted by a shutdown; it resumes on restart",
+                                     reason="INGEST_INTERRUPTED"))
                 raise
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-                job.queue.put_nowait(exc)
+                job.fail(exc)
             finally:
-                job.queue.put_nowait(_Job._END)
+                job.finish()
 
         task = asyncio.get_running_loop().create_task(run())
         self._tasks.add(task)
@@ -183,7 +151,7 @@ class IngestionPipeline:
         return job
 
     # -- jobs ------------------------------------------------------------------------
-    async def _run_upload(self, tenant: str, upload: Upload, job: _Job) -> None:
+    async def _run_upload(self, tenant: str, upload: Upload, job: IngestJob) -> None:
         sha = hashlib.sha256(upload.data).hexdigest()
         document_id = document_id_for(tenant, sha)
         async with self.locks.hold(document_id):
@@ -203,7 +171,7 @@ class IngestionPipeline:
             await asyncio.to_thread(self._blobs.put, tenant, sha, upload.data)
             await self._ingest(record, upload.data, job, forget_on_bad_input=True)
 
-    async def _run_reindex(self, tenant: str, document_id: str, job: _Job) -> None:
+    async def _run_reindex(self, tenant: str, document_id: str, job: IngestJob) -> None:
         async with self.locks.hold(document_id):
             record = await asyncio.to_thread(self._metadata.get_document, tenant, document_id)
             if record is None:
@@ -217,7 +185,7 @@ class IngestionPipeline:
                 )
             await self._ingest(record, data, job, forget_on_bad_input=False)
 
-    async def _run_resume(self, record: DocumentRecord, job: _Job, enabled: bool) -> None:
+    async def _run_resume(self, record: DocumentRecord, job: IngestJob, enabled: bool) -> None:
         async with self.locks.hold(record.document_id):
             data = await asyncio.to_thread(self._blobs.get, record.tenant, record.content_sha256)
             if data is None or not enabled:
@@ -229,8 +197,8 @@ class IngestionPipeline:
             await self._ingest(record, data, job, forget_on_bad_input=True)
 
     # -- stages ----------------------------------------------------------------------
-    async def _ingest(self, record: DocumentRecord, data: bytes, job: _Job, forget_on_bad_input: bool) -> None:
-        timings = _Timings()
+    async def _ingest(self, record: DocumentRecord, data: bytes, job: IngestJob, forget_on_bad_input: bool) -> None:
+        timings = StageTimer()
         try:
             await self._set_status(record, DocumentStatus.PARSING)
             parsed = await asyncio.to_thread(self._parse, record, data)
@@ -321,7 +289,7 @@ class IngestionPipeline:
             ))
         return chunks
 
-    async def _sync_graph(self, record: DocumentRecord, parsed: ParsedDocument, job: _Job) -> None:
+    async def _sync_graph(self, record: DocumentRecord, parsed: ParsedDocument, job: IngestJob) -> None:
         if not self._graph_sync.enabled:
             return
         try:

@@ -16,130 +16,17 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 
-from services.rag.documents import (
-    Chunk,
-    DocumentRecord,
-    DocumentStatus,
-    GraphSyncState,
-    Provenance,
-    Section,
-    vector_key,
+from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Section, vector_key
+from services.rag.store.rows import (
+    CHUNK_COLUMNS,
+    DOC_COLUMNS,
+    READY,
+    SCHEMA,
+    UPDATABLE,
+    chunk_from_row,
+    placeholders,
+    record_from_row,
 )
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS documents (
-    document_id TEXT PRIMARY KEY,
-    tenant TEXT NOT NULL,
-    filename TEXT NOT NULL,
-    file_type TEXT NOT NULL,
-    content_type TEXT NOT NULL,
-    content_sha256 TEXT NOT NULL,
-    size_bytes INTEGER NOT NULL,
-    status INTEGER NOT NULL,
-    error_message TEXT NOT NULL DEFAULT '',
-    page_count INTEGER NOT NULL DEFAULT 0,
-    sheet_names TEXT NOT NULL DEFAULT '[]',
-    chunk_count INTEGER NOT NULL DEFAULT 0,
-    graph_sync INTEGER NOT NULL DEFAULT 3,
-    title TEXT NOT NULL DEFAULT '',
-    create_time REAL NOT NULL,
-    update_time REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS documents_newest_first ON documents (tenant, create_time DESC, document_id DESC);
-CREATE INDEX IF NOT EXISTS documents_by_status ON documents (status);
-CREATE TABLE IF NOT EXISTS sections (
-    document_id TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    page INTEGER NOT NULL,
-    sheet_name TEXT NOT NULL,
-    heading_path TEXT NOT NULL,
-    row_starts TEXT NOT NULL,
-    text TEXT NOT NULL,
-    PRIMARY KEY (document_id, position)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS chunks (
-    chunk_id TEXT PRIMARY KEY,
-    vector_key INTEGER NOT NULL,
-    tenant TEXT NOT NULL,
-    document_id TEXT NOT NULL,
-    ordinal INTEGER NOT NULL,
-    section_index INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    filename TEXT NOT NULL,
-    page INTEGER NOT NULL,
-    sheet_name TEXT NOT NULL,
-    row_start INTEGER NOT NULL,
-    row_end INTEGER NOT NULL,
-    heading_path TEXT NOT NULL,
-    char_start INTEGER NOT NULL,
-    char_end INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks (document_id, ordinal);
-CREATE INDEX IF NOT EXISTS chunks_by_key ON chunks (tenant, vector_key);
-CREATE TABLE IF NOT EXISTS generations (
-    tenant TEXT PRIMARY KEY,
-    generation INTEGER NOT NULL
-);
-"""
-
-_DOC_COLUMNS = (
-    "document_id, tenant, filename, file_type, content_type, content_sha256, size_bytes, status, error_message, "
-    "page_count, sheet_names, chunk_count, graph_sync, title, create_time, update_time"
-)
-_CHUNK_COLUMNS = (
-    "c.chunk_id, c.tenant, c.document_id, c.ordinal, c.section_index, c.text, c.filename, c.page, c.sheet_name, "
-    "c.row_start, c.row_end, c.heading_path, c.char_start, c.char_end"
-)
-_READY = int(DocumentStatus.READY)
-_UPDATABLE = {"status", "error_message", "page_count", "sheet_names", "chunk_count", "graph_sync", "title",
-              "filename", "content_type", "file_type"}
-
-
-def _record(row: sqlite3.Row) -> DocumentRecord:
-    return DocumentRecord(
-        document_id=row["document_id"],
-        tenant=row["tenant"],
-        filename=row["filename"],
-        file_type=row["file_type"],
-        content_type=row["content_type"],
-        content_sha256=row["content_sha256"],
-        size_bytes=row["size_bytes"],
-        status=DocumentStatus(row["status"]),
-        error_message=row["error_message"],
-        page_count=row["page_count"],
-        sheet_names=tuple(json.loads(row["sheet_names"])),
-        chunk_count=row["chunk_count"],
-        graph_sync=GraphSyncState(row["graph_sync"]),
-        title=row["title"],
-        create_time=row["create_time"],
-        update_time=row["update_time"],
-    )
-
-
-def _chunk(row: sqlite3.Row) -> Chunk:
-    return Chunk(
-        chunk_id=row["chunk_id"],
-        tenant=row["tenant"],
-        ordinal=row["ordinal"],
-        text=row["text"],
-        provenance=Provenance(
-            document_id=row["document_id"],
-            filename=row["filename"],
-            page=row["page"],
-            sheet_name=row["sheet_name"],
-            row_start=row["row_start"],
-            row_end=row["row_end"],
-            heading_path=tuple(json.loads(row["heading_path"])),
-            char_start=row["char_start"],
-            char_end=row["char_end"],
-            section_index=row["section_index"],
-        ),
-    )
-
-
-def _placeholders(n: int) -> str:
-    return ",".join("?" * n)
-
 
 class MetadataStore:
     """Thread-safe: one connection, one lock; callers on the event loop use ``asyncio.to_thread``."""
@@ -153,7 +40,7 @@ class MetadataStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA busy_timeout=5000")
-            self._conn.executescript(_SCHEMA)
+            self._conn.executescript(SCHEMA)
 
     def close(self) -> None:
         with self._lock:
@@ -167,7 +54,7 @@ class MetadataStore:
         """Inserts a new document, or resets a failed one being uploaded again."""
         with self._tx() as db:
             db.execute(
-                f"INSERT INTO documents ({_DOC_COLUMNS}) VALUES ({_placeholders(16)}) "
+                f"INSERT INTO documents ({DOC_COLUMNS}) VALUES ({placeholders(16)}) "
                 "ON CONFLICT(document_id) DO UPDATE SET filename=excluded.filename, file_type=excluded.file_type, "
                 "content_type=excluded.content_type, status=excluded.status, error_message='', "
                 "update_time=excluded.update_time",
@@ -180,7 +67,7 @@ class MetadataStore:
             )
 
     def update_document(self, document_id: str, **fields) -> None:
-        unknown = set(fields) - _UPDATABLE
+        unknown = set(fields) - UPDATABLE
         if unknown:
             raise ValueError(f"not updatable: {sorted(unknown)}")
         values = {k: _column_value(v) for k, v in fields.items()}
@@ -190,21 +77,21 @@ class MetadataStore:
             row = db.execute("SELECT tenant, status FROM documents WHERE document_id=?", (document_id,)).fetchone()
             db.execute(f"UPDATE documents SET {assignments} WHERE document_id=?", (*values.values(), document_id))
             # A READY document leaving READY (re-index) hides its chunks: derived indexes must notice.
-            if row and row["status"] == _READY and values.get("status", _READY) != _READY:
+            if row and row["status"] == READY and values.get("status", READY) != READY:
                 _bump(db, row["tenant"])
 
     def get_document(self, tenant: str, document_id: str) -> DocumentRecord | None:
         with self._lock:
             row = self._conn.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE tenant=? AND document_id=?", (tenant, document_id)
+                f"SELECT {DOC_COLUMNS} FROM documents WHERE tenant=? AND document_id=?", (tenant, document_id)
             ).fetchone()
-        return _record(row) if row else None
+        return record_from_row(row) if row else None
 
     def list_documents(
         self, tenant: str, limit: int, after: tuple[float, str] | None = None
     ) -> list[DocumentRecord]:
         """Newest first; ``after`` is the (create_time, document_id) of the last row already seen."""
-        sql = f"SELECT {_DOC_COLUMNS} FROM documents WHERE tenant=?"
+        sql = f"SELECT {DOC_COLUMNS} FROM documents WHERE tenant=?"
         args: list = [tenant]
         if after is not None:
             sql += " AND (create_time < ? OR (create_time = ? AND document_id < ?))"
@@ -212,7 +99,7 @@ class MetadataStore:
         sql += " ORDER BY create_time DESC, document_id DESC LIMIT ?"
         args.append(limit)
         with self._lock:
-            return [_record(r) for r in self._conn.execute(sql, args).fetchall()]
+            return [record_from_row(r) for r in self._conn.execute(sql, args).fetchall()]
 
     def count_documents(self, tenant: str) -> int:
         with self._lock:
@@ -222,10 +109,10 @@ class MetadataStore:
         """Documents in a non-terminal status (left behind by a crash), oldest first."""
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE status NOT IN (?, ?) ORDER BY create_time",
-                (_READY, int(DocumentStatus.FAILED)),
+                f"SELECT {DOC_COLUMNS} FROM documents WHERE status NOT IN (?, ?) ORDER BY create_time",
+                (READY, int(DocumentStatus.FAILED)),
             ).fetchall()
-        return [_record(r) for r in rows]
+        return [record_from_row(r) for r in rows]
 
     def delete_document(self, tenant: str, document_id: str) -> list[str]:
         """Removes the document, its sections and chunk rows in one transaction; returns chunk ids."""
@@ -277,7 +164,7 @@ class MetadataStore:
             db.execute(
                 "UPDATE documents SET status=?, error_message='', chunk_count=?, page_count=?, sheet_names=?, "
                 "title=?, graph_sync=?, update_time=? WHERE document_id=?",
-                (_READY, len(chunks), record.page_count, json.dumps(list(record.sheet_names)), record.title,
+                (READY, len(chunks), record.page_count, json.dumps(list(record.sheet_names)), record.title,
                  int(graph_sync), time.time(), record.document_id),
             )
             _bump(db, record.tenant)
@@ -315,21 +202,21 @@ class MetadataStore:
         for batch in _batches(list(dict.fromkeys(chunk_ids))):
             with self._lock:
                 rows = self._conn.execute(
-                    f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.document_id = c.document_id "
-                    f"WHERE c.tenant=? AND d.status=? AND c.chunk_id IN ({_placeholders(len(batch))})",
-                    (tenant, _READY, *batch),
+                    f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.document_id = c.document_id "
+                    f"WHERE c.tenant=? AND d.status=? AND c.chunk_id IN ({placeholders(len(batch))})",
+                    (tenant, READY, *batch),
                 ).fetchall()
-            found.update((r["chunk_id"], _chunk(r)) for r in rows)
+            found.update((r["chunk_id"], chunk_from_row(r)) for r in rows)
         return [found[i] for i in chunk_ids if i in found]
 
     def document_chunks(self, tenant: str, document_id: str) -> list[Chunk]:
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.document_id = c.document_id "
+                f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.document_id = c.document_id "
                 "WHERE c.tenant=? AND c.document_id=? AND d.status=? ORDER BY c.ordinal",
-                (tenant, document_id, _READY),
+                (tenant, document_id, READY),
             ).fetchall()
-        return [_chunk(r) for r in rows]
+        return [chunk_from_row(r) for r in rows]
 
     def visible_ids_for_keys(self, tenant: str, keys: Sequence[int]) -> dict[int, str]:
         """FAISS keys -> chunk ids, keeping only chunks of this tenant's READY documents."""
@@ -338,8 +225,8 @@ class MetadataStore:
             with self._lock:
                 rows = self._conn.execute(
                     "SELECT c.vector_key, c.chunk_id FROM chunks c JOIN documents d ON d.document_id = c.document_id "
-                    f"WHERE c.tenant=? AND d.status=? AND c.vector_key IN ({_placeholders(len(batch))})",
-                    (tenant, _READY, *batch),
+                    f"WHERE c.tenant=? AND d.status=? AND c.vector_key IN ({placeholders(len(batch))})",
+                    (tenant, READY, *batch),
                 ).fetchall()
             result.update((r[0], r[1]) for r in rows)
         return result
@@ -347,10 +234,10 @@ class MetadataStore:
     def visible_chunk_ids(self, tenant: str, document_ids: Iterable[str] | None = None) -> list[str]:
         sql = ("SELECT c.chunk_id FROM chunks c JOIN documents d ON d.document_id = c.document_id "
                "WHERE c.tenant=? AND d.status=?")
-        args: list = [tenant, _READY]
+        args: list = [tenant, READY]
         if document_ids is not None:
             ids = list(document_ids)
-            sql += f" AND c.document_id IN ({_placeholders(len(ids))})"
+            sql += f" AND c.document_id IN ({placeholders(len(ids))})"
             args += ids
         with self._lock:
             return [r[0] for r in self._conn.execute(sql, args)]
@@ -362,7 +249,7 @@ class MetadataStore:
             rows = db.execute(
                 "SELECT c.chunk_id, c.text FROM chunks c JOIN documents d ON d.document_id = c.document_id "
                 "WHERE c.tenant=? AND d.status=? ORDER BY c.rowid",
-                (tenant, _READY),
+                (tenant, READY),
             ).fetchall()
         return generation, [(r[0], r[1]) for r in rows]
 

@@ -1,0 +1,122 @@
+"""SQLite schema of the metadata store and the mapping of its rows to domain types."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Provenance
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    document_id TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    file_type TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    status INTEGER NOT NULL,
+    error_message TEXT NOT NULL DEFAULT '',
+    page_count INTEGER NOT NULL DEFAULT 0,
+    sheet_names TEXT NOT NULL DEFAULT '[]',
+    chunk_count INTEGER NOT NULL DEFAULT 0,
+    graph_sync INTEGER NOT NULL DEFAULT 3,
+    title TEXT NOT NULL DEFAULT '',
+    create_time REAL NOT NULL,
+    update_time REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_newest_first ON documents (tenant, create_time DESC, document_id DESC);
+CREATE INDEX IF NOT EXISTS documents_by_status ON documents (status);
+CREATE TABLE IF NOT EXISTS sections (
+    document_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    page INTEGER NOT NULL,
+    sheet_name TEXT NOT NULL,
+    heading_path TEXT NOT NULL,
+    row_starts TEXT NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (document_id, position)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk_id TEXT PRIMARY KEY,
+    vector_key INTEGER NOT NULL,
+    tenant TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    section_index INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    page INTEGER NOT NULL,
+    sheet_name TEXT NOT NULL,
+    row_start INTEGER NOT NULL,
+    row_end INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    char_start INTEGER NOT NULL,
+    char_end INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks (document_id, ordinal);
+CREATE INDEX IF NOT EXISTS chunks_by_key ON chunks (tenant, vector_key);
+CREATE TABLE IF NOT EXISTS generations (
+    tenant TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL
+);
+"""
+
+DOC_COLUMNS = (
+    "document_id, tenant, filename, file_type, content_type, content_sha256, size_bytes, status, error_message, "
+    "page_count, sheet_names, chunk_count, graph_sync, title, create_time, update_time"
+)
+CHUNK_COLUMNS = (
+    "c.chunk_id, c.tenant, c.document_id, c.ordinal, c.section_index, c.text, c.filename, c.page, c.sheet_name, "
+    "c.row_start, c.row_end, c.heading_path, c.char_start, c.char_end"
+)
+READY = int(DocumentStatus.READY)
+UPDATABLE = {"status", "error_message", "page_count", "sheet_names", "chunk_count", "graph_sync", "title",
+              "filename", "content_type", "file_type"}
+
+
+def record_from_row(row: sqlite3.Row) -> DocumentRecord:
+    return DocumentRecord(
+        document_id=row["document_id"],
+        tenant=row["tenant"],
+        filename=row["filename"],
+        file_type=row["file_type"],
+        content_type=row["content_type"],
+        content_sha256=row["content_sha256"],
+        size_bytes=row["size_bytes"],
+        status=DocumentStatus(row["status"]),
+        error_message=row["error_message"],
+        page_count=row["page_count"],
+        sheet_names=tuple(json.loads(row["sheet_names"])),
+        chunk_count=row["chunk_count"],
+        graph_sync=GraphSyncState(row["graph_sync"]),
+        title=row["title"],
+        create_time=row["create_time"],
+        update_time=row["update_time"],
+    )
+
+
+def chunk_from_row(row: sqlite3.Row) -> Chunk:
+    return Chunk(
+        chunk_id=row["chunk_id"],
+        tenant=row["tenant"],
+        ordinal=row["ordinal"],
+        text=row["text"],
+        provenance=Provenance(
+            document_id=row["document_id"],
+            filename=row["filename"],
+            page=row["page"],
+            sheet_name=row["sheet_name"],
+            row_start=row["row_start"],
+            row_end=row["row_end"],
+            heading_path=tuple(json.loads(row["heading_path"])),
+            char_start=row["char_start"],
+            char_end=row["char_end"],
+            section_index=row["section_index"],
+        ),
+    )
+
+
+def placeholders(n: int) -> str:
+    return ",".join("?" * n)
