@@ -84,13 +84,18 @@ async def discussion_points(
     try:
         result = await generation.generate(generator, "discussion_points", request)
     except DomainError as exc:  # no provider, or every provider failed: still answer, from the document
-        log.warning("discussion points fall back to the grounded template: %s", exc.message)
+        log.log(_fallback_level(exc), "discussion points fall back to the grounded template: %s", exc.message)
         return Points(tuple(grounding.fallback_questions(ground)), engines.GROUNDED_TEMPLATE)
     points = _usable_points(result.text, ground)
     if len(points) >= MIN_POINTS:
         return Points(tuple(points[:MAX_POINTS]), generation.engine_of(result))
     log.info("unusable %s output for discussion points: %r", result.model, result.text[:200])
     return Points(tuple(grounding.fallback_questions(ground)), engines.GROUNDED_TEMPLATE)
+
+
+def _fallback_level(exc: DomainError) -> int:
+    """Offline (no provider configured) is the expected case: not worth a warning."""
+    return logging.INFO if exc.reason == "NO_PROVIDER_AVAILABLE" else logging.WARNING
 
 
 def _usable_points(output: str, ground: Grounding) -> list[str]:
@@ -126,7 +131,7 @@ async def recommendations(
     try:
         result = await generation.generate(generator, "recommendations", request)
     except DomainError as exc:  # no provider, or every provider failed: still answer, from the document
-        log.warning("recommendations fall back to the grounded template: %s", exc.message)
+        log.log(_fallback_level(exc), "recommendations fall back to the grounded template: %s", exc.message)
         return Recommendations(tuple(grounding.fallback_advice(ground)), engines.GROUNDED_TEMPLATE)
     items = _usable_advice(result.text, ground)
     if len(items) >= 2:

@@ -79,7 +79,7 @@ def engine_for(pipeline: SpacyPipeline) -> Engine:
 
 
 def extract(prepared: PreparedText, pipeline: SpacyPipeline, window_chars: int, count: int) -> TopicsResult:
-    candidates = _candidates(prepared.text, pipeline, window_chars)
+    candidates = _candidates(_tagged_text(prepared, window_chars), pipeline, window_chars)
     engine = engine_for(pipeline)
     if not candidates:
         return TopicsResult((), engine)
@@ -104,6 +104,15 @@ def extract(prepared: PreparedText, pipeline: SpacyPipeline, window_chars: int, 
     topics = [Topic(names[r], round(float(scores[r]), 4)) for r in rows]
     topics.sort(key=lambda t: (-t.weight, t.name))
     return TopicsResult(tuple(topics), engine)
+
+
+def _tagged_text(prepared: PreparedText, window_chars: int) -> str:
+    """The text whose phrases become candidates: all of it when it fits one spaCy window;
+    else the embedded sentences, which sample the whole document, end included. Tagging a
+    2 MB text would take minutes on two cores; frequencies over the sample rank the same."""
+    if len(prepared.text) <= window_chars:
+        return prepared.text
+    return "\n\n".join(prepared.sentence(i) for i in prepared.candidates)
 
 
 def _candidates(text: str, pipeline: SpacyPipeline, window_chars: int) -> list[_Candidate]:
