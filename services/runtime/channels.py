@@ -35,6 +35,10 @@ def open_channel(target: str, settings: MeshSettings, *, retries: bool = True) -
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
         ("grpc.enable_retries", 1 if retries else 0),
+        # A restarted peer is reachable again within a second, not after gRPC's default 20 s backoff.
+        ("grpc.initial_reconnect_backoff_ms", 100),
+        ("grpc.min_reconnect_backoff_ms", 100),
+        ("grpc.max_reconnect_backoff_ms", 1000),
     ]
     if retries:
         options.append(("grpc.service_config", json.dumps(_RETRY_SERVICE_CONFIG)))
