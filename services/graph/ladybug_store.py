@@ -167,7 +167,7 @@ class LadybugGraphStore:
 
     # -- GraphStore ------------------------------------------------------------------
     async def upsert(self, tenant: str, documents: Sequence[DocumentFacts]) -> None:
-        await self._run(tenant, lambda tdb: tdb.write(lambda run: run_sync(upsert_plan(tenant, documents), run)))
+        await self._run(tenant, lambda tdb: tdb.write(lambda run: run_sync(upsert_plan(tenant, documents, q.EMBEDDED), run)))
 
     async def delete_document(self, tenant: str, document_id: str) -> DeleteResult:
         return await self._run(tenant, lambda tdb: tdb.write(lambda run: run_sync(delete_plan(tenant, document_id), run)))

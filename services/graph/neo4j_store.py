@@ -167,7 +167,7 @@ class Neo4jGraphStore:
     # -- GraphStore ------------------------------------------------------------------
     async def upsert(self, tenant: str, documents: Sequence[DocumentFacts]) -> None:
         # The plan is a generator: a retried transaction needs a fresh one, so build it inside.
-        await self._write_plan(tenant, lambda: upsert_plan(tenant, documents))
+        await self._write_plan(tenant, lambda: upsert_plan(tenant, documents, q.BOLT))
 
     async def delete_document(self, tenant: str, document_id: str) -> DeleteResult:
         return await self._write_plan(tenant, lambda: delete_plan(tenant, document_id))

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from services.graph import statements as q
 from services.graph.store import DeleteResult, DocumentFacts
+from services.runtime.errors import Internal
 
 Rows = list[dict[str, Any]]
 T = TypeVar("T")
@@ -27,7 +28,7 @@ class Step:
 Plan = Generator[Step, Rows, T]
 
 
-def upsert_plan(tenant: str, documents: Sequence[DocumentFacts]) -> Plan[None]:
+def upsert_plan(tenant: str, documents: Sequence[DocumentFacts], dialect: q.Dialect) -> Plan[None]:
     """MERGE the documents, replace their edges, then drop topics/entities nobody covers any more."""
     # The last version of a document wins, and each (document, key) pair is linked once.
     documents = list({d.document_id: d for d in documents}.values())
@@ -40,8 +41,13 @@ def upsert_plan(tenant: str, documents: Sequence[DocumentFacts]) -> Plan[None]:
     )
     old_topics = {r["key"] for r in (yield Step(q.DOCUMENT_TOPIC_KEYS, {"tenant": tenant, "ids": ids}))}
     old_entities = {r["key"] for r in (yield Step(q.DOCUMENT_ENTITY_KEYS, {"tenant": tenant, "ids": ids}))}
-    yield Step(q.DELETE_COVERS, {"tenant": tenant, "ids": ids})
-    yield Step(q.DELETE_MENTIONS, {"tenant": tenant, "ids": ids})
+    yield Step(dialect.delete_covers, {"tenant": tenant, "ids": ids})
+    yield Step(dialect.delete_mentions, {"tenant": tenant, "ids": ids})
+    # Edges are re-created with CREATE, so one that survived the delete would be duplicated: refuse
+    # the batch (its transaction rolls back) rather than corrupt the graph.
+    remaining = yield Step(q.REMAINING_EDGES, {"tenant": tenant, "ids": ids})
+    if remaining and remaining[0]["n"]:
+        raise Internal(f"graph backend left {remaining[0]['n']} edges undeleted; batch rolled back")
 
     topics: dict[str, dict[str, str]] = {}
     entities: dict[str, dict[str, str]] = {}

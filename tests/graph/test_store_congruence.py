@@ -280,3 +280,32 @@ async def test_backends_agree_on_a_generated_graph(all_backends, open_backend, t
                 (r.document_id, r.shared_topics, r.shared_entities) for r in related
             ], (backend, doc_id)
             assert [r.score for r in other] == pytest.approx([r.score for r in related], abs=1e-6), (backend, doc_id)
+
+
+async def test_reingesting_a_densely_shared_batch_never_duplicates_edges(store, tenants, as_tenant):
+    """Regression: ArcadeDB skipped edges of well-connected nodes when deleting them as it streamed the
+    matches, so a re-ingest in large batches duplicated a few edges (now: collected, then deleted)."""
+    graph = KnowledgeGraph(store, GraphSettings())  # default batches: all 300 documents in one transaction
+    docs = [
+        DocumentUpsert(f"doc-{i:03d}", f"D{i}", topics=(("Hub topic", 0.5), (f"topic {i % 9}", 0.3)),
+                       entities=(("Hub Inc.", "ORG", 1 + i % 4), ("Other Hub", "ORG", 2), (f"Person {i % 13}", "PERSON", 1)))
+        for i in range(300)
+    ]
+
+    async def ingest_all():
+        batcher = graph.upsert_batcher()
+        for doc in docs:
+            await batcher.start_document(doc.document_id, doc.title, doc.file_type)
+            for name, weight in doc.topics:
+                batcher.add_topic(name, weight)
+            for name, entity_type, count in doc.entities:
+                batcher.add_entity(name, entity_type, count)
+        return await batcher.finish()
+
+    with as_tenant(tenants.a):
+        assert (await ingest_all()).batches == 1
+        first = await graph.stats()
+        assert first == GraphStats(documents=300, topics=10, entities=15, covers_edges=600, mentions_edges=900)
+        for _ in range(2):
+            await ingest_all()
+            assert await graph.stats() == first
