@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import hashlib
 import json
 import os
 import pathlib
@@ -89,12 +90,13 @@ async def run_backend(name: str, store: GraphStore, docs: list[dict[str, Any]], 
         sample = [rng.choice(docs)["id"] for _ in range(queries)]
         for doc_id in sample[:10]:
             await graph.related(doc_id, 10)  # warm-up
-        latencies, sizes = [], []
+        latencies, sizes, answers = [], [], []
         for doc_id in sample:
             started = time.perf_counter()
             related = await graph.related(doc_id, 10)
             latencies.append((time.perf_counter() - started) * 1000)
             sizes.append(len(related))
+            answers.append([(r.document_id, r.score, r.shared_topics, r.shared_entities) for r in related])
     finally:
         request_context.unbind(token)
     facts = sum(len(d["topics"]) + len(d["entities"]) for d in docs)
@@ -115,6 +117,8 @@ async def run_backend(name: str, store: GraphStore, docs: list[dict[str, Any]], 
             "mean": round(statistics.fmean(latencies), 3),
         },
         "related_results_mean": round(statistics.fmean(sizes), 2),
+        # Same corpus and sample on every backend: equal digests mean identical related lists.
+        "related_digest": hashlib.sha256(json.dumps(answers).encode()).hexdigest()[:16],
     }
 
 
@@ -144,8 +148,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                         await store.close()
             else:
                 raise SystemExit(f"unknown backend {backend!r}")
+    agree = len({json.dumps([r["graph"], r["related_digest"]]) for r in results}) == 1
     return {
         "benchmark": "graph",
+        "backends_agree": agree,
         "date": dt.date.today().isoformat(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "versions": {p: _version(p) for p in ("ladybug", "neo4j", "arcadedb-embedded")},

@@ -135,7 +135,8 @@ def _check_call(tokens: list[Token], index: int) -> None:
         return  # a subquery; its body is checked with everything else
     name, _ = _dotted_name(tokens, index + 1)
     if name not in ALLOWED_PROCEDURES:
-        raise _refuse(f"CALL {name or following.text} is not allowed (allowed: {', '.join(sorted(ALLOWED_PROCEDURES))})")
+        allowed = ", ".join(sorted(ALLOWED_PROCEDURES))
+        raise _refuse(f"CALL {name or following.text} is not allowed (allowed: {allowed})")
 
 
 def _starts_namespaced_function(tokens: list[Token], index: int) -> bool:

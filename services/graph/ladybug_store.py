@@ -51,6 +51,8 @@ SCHEMA = (
     "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Document TO Entity, count INT64)",
 )
 _INTERNAL_KEYS = frozenset({"_ID", "_LABEL", "_SRC", "_DST"})
+# Engine messages that mean the query itself is wrong (the caller's to fix), not the engine.
+_USER_ERRORS = ("Parser exception", "Binder exception", "Catalog exception", "Runtime exception")
 
 
 def _rows(result: Any) -> Rows:
@@ -67,7 +69,8 @@ def _graph_value(value: Any) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         return None
     if "_NODES" in value and "_RELS" in value:
-        return path_json([_graph_value(n) or {} for n in value["_NODES"]], [_graph_value(r) or {} for r in value["_RELS"]])
+        nodes = [_graph_value(n) or {} for n in value["_NODES"]]
+        return path_json(nodes, [_graph_value(r) or {} for r in value["_RELS"]])
     if "_LABEL" in value and "_ID" in value:
         properties = {k: v for k, v in value.items() if k not in _INTERNAL_KEYS}
         if "_SRC" in value and "_DST" in value:
@@ -167,10 +170,14 @@ class LadybugGraphStore:
 
     # -- GraphStore ------------------------------------------------------------------
     async def upsert(self, tenant: str, documents: Sequence[DocumentFacts]) -> None:
-        await self._run(tenant, lambda tdb: tdb.write(lambda run: run_sync(upsert_plan(tenant, documents, q.EMBEDDED), run)))
+        await self._run(
+            tenant, lambda tdb: tdb.write(lambda run: run_sync(upsert_plan(tenant, documents, q.EMBEDDED), run))
+        )
 
     async def delete_document(self, tenant: str, document_id: str) -> DeleteResult:
-        return await self._run(tenant, lambda tdb: tdb.write(lambda run: run_sync(delete_plan(tenant, document_id), run)))
+        return await self._run(
+            tenant, lambda tdb: tdb.write(lambda run: run_sync(delete_plan(tenant, document_id), run))
+        )
 
     async def related(self, tenant: str, document_id: str, limit: int) -> list[RelatedDocument] | None:
         def work(tdb: _TenantDatabase) -> list[RelatedDocument] | None:
@@ -243,7 +250,7 @@ def _query_error(exc: RuntimeError) -> Exception:
             "query refused: it writes", reason="CYPHER_NOT_READ_ONLY",
             violations=[FieldViolation("cypher", "queries are read-only")],
         )
-    if any(kind in message for kind in ("Parser exception", "Binder exception", "Catalog exception", "Runtime exception")):
+    if any(kind in message for kind in _USER_ERRORS):
         first_line = message.splitlines()[0]
         return InvalidArgument(
             f"query failed: {first_line}", reason="CYPHER_ERROR", violations=[FieldViolation("cypher", first_line)]

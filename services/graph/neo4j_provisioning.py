@@ -52,7 +52,9 @@ class ArcadeDbProvisioner:
             async with httpx.AsyncClient(timeout=self._timeout) as http:
                 reply = await http.post(self._url, json={"command": f"create database {database}"}, auth=self._auth)
         except httpx.HTTPError as exc:
-            raise Unavailable(f"graph backend admin endpoint unreachable: {exc}", reason="GRAPH_BACKEND_UNAVAILABLE") from exc
+            raise Unavailable(
+                f"graph backend admin endpoint unreachable: {exc}", reason="GRAPH_BACKEND_UNAVAILABLE"
+            ) from exc
         if reply.status_code == 409 or reply.is_success:  # 409: it already exists
             return
         raise FailedPrecondition(

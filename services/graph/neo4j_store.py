@@ -66,7 +66,8 @@ def _graph_value(value: Any) -> dict[str, Any] | None:
     if isinstance(value, neo4j.graph.Relationship):
         return relationship_json(value.type, dict(value), _graph_value)
     if isinstance(value, neo4j.graph.Path):
-        return path_json([_graph_value(n) or {} for n in value.nodes], [_graph_value(r) or {} for r in value.relationships])
+        nodes = [_graph_value(n) or {} for n in value.nodes]
+        return path_json(nodes, [_graph_value(r) or {} for r in value.relationships])
     if isinstance(value, neo4j.spatial.Point):
         return {"srid": value.srid, "coordinates": list(value)}
     return None

@@ -52,7 +52,7 @@ def validate_params(params: Mapping[str, Any], referenced: Iterable[str]) -> dic
         if not _NAME.match(name):
             violations.append(FieldViolation(f"params.{name}", "names are letters, digits and '_', not a digit first"))
         elif name.lower() in RESERVED_NAMES:
-            violations.append(FieldViolation(f"params.{name}", "reserved: the service binds it from the caller's tenant"))
+            violations.append(FieldViolation(f"params.{name}", "reserved: the service binds the caller's tenant"))
     for name in sorted(set(referenced) - set(params)):
         violations.append(FieldViolation(f"params.{name}", f"the query uses ${name} but params has no '{name}'"))
     if violations:

@@ -32,12 +32,16 @@ def assemble(
     scored: Iterable[Mapping[str, Any]], shared: Iterable[Mapping[str, Any]], limit: int
 ) -> list[RelatedDocument]:
     """``scored``: rows (id, title, score); ``shared``: rows (id, name, topic) naming what they share."""
-    ranked = sorted(((round(float(r["score"]), 6), r["id"], r["title"] or "") for r in scored), key=lambda x: (-x[0], x[1]))
+    ranked = sorted(
+        ((round(float(r["score"]), 6), r["id"], r["title"] or "") for r in scored), key=lambda x: (-x[0], x[1])
+    )
     topics: dict[str, set[str]] = {}
     entities: dict[str, set[str]] = {}
     for row in shared:
         (topics if row["topic"] else entities).setdefault(row["id"], set()).add(row["name"])
     return [
-        RelatedDocument(doc_id, title, score, tuple(sorted(topics.get(doc_id, ()))), tuple(sorted(entities.get(doc_id, ()))))
+        RelatedDocument(
+            doc_id, title, score, tuple(sorted(topics.get(doc_id, ()))), tuple(sorted(entities.get(doc_id, ())))
+        )
         for score, doc_id, title in ranked[:limit]
     ]

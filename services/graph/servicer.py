@@ -57,7 +57,9 @@ class GraphServicer(pb_grpc.GraphServiceServicer):
         return pb.GetEntityResponse(
             name=view.name,
             type=view.type,
-            documents=[pb.EntityMention(document_id=m.document_id, title=m.title, count=m.count) for m in view.documents],
+            documents=[
+                pb.EntityMention(document_id=m.document_id, title=m.title, count=m.count) for m in view.documents
+            ],
         )
 
     async def GetGraphStats(self, request: pb.GetGraphStatsRequest, context) -> pb.GetGraphStatsResponse:

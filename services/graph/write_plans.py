@@ -37,7 +37,10 @@ def upsert_plan(tenant: str, documents: Sequence[DocumentFacts], dialect: q.Dial
     ids = [d.document_id for d in documents]
     yield Step(
         q.UPSERT_DOCUMENTS,
-        {"tenant": tenant, "docs": [{"id": d.document_id, "title": d.title, "file_type": d.file_type} for d in documents]},
+        {
+            "tenant": tenant,
+            "docs": [{"id": d.document_id, "title": d.title, "file_type": d.file_type} for d in documents],
+        },
     )
     old_topics = {r["key"] for r in (yield Step(q.DOCUMENT_TOPIC_KEYS, {"tenant": tenant, "ids": ids}))}
     old_entities = {r["key"] for r in (yield Step(q.DOCUMENT_ENTITY_KEYS, {"tenant": tenant, "ids": ids}))}
@@ -56,12 +59,16 @@ def upsert_plan(tenant: str, documents: Sequence[DocumentFacts], dialect: q.Dial
     for doc in documents:
         for topic in doc.topics:
             topics.setdefault(topic.key, {"key": topic.key, "name": topic.name})
-            covers[doc.document_id, topic.key] = {"doc": doc.document_id, "key": topic.key, "weight": float(topic.weight)}
+            covers[doc.document_id, topic.key] = {
+                "doc": doc.document_id, "key": topic.key, "weight": float(topic.weight)
+            }
         for entity in doc.entities:
             known = entities.setdefault(entity.key, {"key": entity.key, "name": entity.name, "type": entity.type})
             if not known["type"]:
                 known["type"] = entity.type
-            mentions[doc.document_id, entity.key] = {"doc": doc.document_id, "key": entity.key, "count": int(entity.count)}
+            mentions[doc.document_id, entity.key] = {
+                "doc": doc.document_id, "key": entity.key, "count": int(entity.count)
+            }
     # Empty lists are skipped: an embedded engine cannot infer the element type of [].
     if topics:
         yield Step(q.MERGE_TOPICS, {"tenant": tenant, "topics": list(topics.values())})

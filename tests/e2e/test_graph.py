@@ -26,7 +26,8 @@ def tenant() -> dict[str, str]:
 
 
 def _facts(document_id: str, title: str, topics=(), entities=()) -> list[pb.UpsertDocumentFactsRequest]:
-    messages = [pb.UpsertDocumentFactsRequest(document=pb.DocumentNode(document_id=document_id, title=title, file_type="txt"))]
+    header = pb.DocumentNode(document_id=document_id, title=title, file_type="txt")
+    messages = [pb.UpsertDocumentFactsRequest(document=header)]
     messages += [pb.UpsertDocumentFactsRequest(topic=pb.TopicFact(name=n, weight=w)) for n, w in topics]
     messages += [pb.UpsertDocumentFactsRequest(entity=pb.EntityFact(name=n, type=t, count=c)) for n, t, c in entities]
     return messages
@@ -37,7 +38,8 @@ async def _seed(mesh, tenant: dict[str, str]) -> None:
     async with grpc.aio.insecure_channel(mesh.base_url.removeprefix("http://")) as channel:
         reply = await pb_grpc.GraphServiceStub(channel).UpsertDocumentFacts(
             iter(
-                _facts("alpha", "Alpha", [("Knowledge Graphs", 0.9), ("Retrieval", 0.4)], [("Ada Lovelace", "PERSON", 2)])
+                _facts("alpha", "Alpha", [("Knowledge Graphs", 0.9), ("Retrieval", 0.4)],
+                       [("Ada Lovelace", "PERSON", 2)])
                 + _facts("beta", "Beta", [("knowledge graphs", 0.6)], [("Ada Lovelace", "PERSON", 1)])
                 + _facts("gamma", "Gamma", [("Cooking", 1.0)])
             ),
@@ -74,11 +76,13 @@ async def test_query_related_entities_and_delete_over_rest(mesh, client, tenant)
     await _seed(mesh, tenant)
 
     stats = client.get("/v1/graph/stats", headers=tenant).json()
-    assert [int(stats[k]) for k in ("documents", "topics", "entities", "covers_edges", "mentions_edges")] == [3, 3, 1, 4, 2]
+    counts = [int(stats[k]) for k in ("documents", "topics", "entities", "covers_edges", "mentions_edges")]
+    assert counts == [3, 3, 1, 4, 2]
 
     query = client.post(
         "/v1/graph/query",
-        json={"cypher": "MATCH (d:Document)-[c:COVERS]->(t:Topic {key: $key}) RETURN d.id AS id, c.weight AS w ORDER BY id",
+        json={"cypher": "MATCH (d:Document)-[c:COVERS]->(t:Topic {key: $key}) "
+                        "RETURN d.id AS id, c.weight AS w ORDER BY id",
               "params": {"key": "knowledge graphs"}},
         headers=tenant,
     )

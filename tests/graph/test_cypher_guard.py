@@ -64,7 +64,7 @@ HONEST = {
     "semicolon in string": "RETURN 'a; b' AS s",
     "escaped quote": "MATCH (d:Document) WHERE d.title = 'O\\'Brien' RETURN d.id",
     "trailing semicolon": "MATCH (d:Document) RETURN count(d) AS n;",
-    "2-hop": "MATCH (d:Document {id: $id})-[:COVERS]->(t:Topic)<-[:COVERS]-(o:Document) WHERE o <> d RETURN o.id, t.name",
+    "2-hop": "MATCH (d:Document {id: $id})-[:COVERS]->(t:Topic)<-[:COVERS]-(o:Document) WHERE o <> d RETURN o.id",
     "optional match and aggregation": "MATCH (t:Topic) OPTIONAL MATCH (t)<-[c:COVERS]-() RETURN t.name, count(c) AS n",
     "unwind": "UNWIND $ids AS id MATCH (d:Document {id: id}) RETURN d",
     "with and order": "MATCH (d:Document) WITH d ORDER BY d.id LIMIT 5 RETURN d.id",

@@ -10,7 +10,7 @@ from services.graph.entity_resolution import display_name, entity_key, topic_key
 @pytest.mark.parametrize(
     "spellings, key",
     [
-        (["Apple Inc.", "apple, inc", "APPLE", "Apple's", "Apple\u2019s", "The Apple Corporation", "  apple  "], "apple"),
+        (["Apple Inc.", "apple, inc", "APPLE", "Apple's", "Apple\u2019s", "The Apple Corporation", " apple "], "apple"),
         (["Acme Co., Ltd.", "ACME Corp", "Acme LLC", "acme"], "acme"),
         (["U.S. Steel", "US Steel", "u.s. steel"], "us steel"),
         (["AT&T", "AT & T", "at and t"], "at and t"),

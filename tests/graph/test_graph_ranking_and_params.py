@@ -47,7 +47,9 @@ def test_struct_params_become_typed_values():
         struct_pb2.Struct(),
     )
     params = from_struct(struct)
-    assert params == {"n": 5, "f": 2.5, "big": float(2**60), "s": "x", "b": True, "none": None, "xs": [1, 2.5, "a"], "m": {"k": 3}}
+    assert params == {
+        "n": 5, "f": 2.5, "big": float(2**60), "s": "x", "b": True, "none": None, "xs": [1, 2.5, "a"], "m": {"k": 3}
+    }
     assert isinstance(params["n"], int) and isinstance(params["m"]["k"], int)
 
 

@@ -61,7 +61,8 @@ async def test_client_upserts_and_reads_back(served, as_tenant):
     client = GraphClient(served)
     with as_tenant(f"svc-{uuid.uuid4().hex[:6]}"):  # propagated as x-tenant-id by the channel
         summary = await client.upsert_documents([
-            DocumentUpsert("a", "Alpha", "pdf", topics=[("Graphs", 0.5), ("AI", 0.9)], entities=[("Apple Inc.", "ORG", 2)]),
+            DocumentUpsert("a", "Alpha", "pdf", topics=[("Graphs", 0.5), ("AI", 0.9)],
+                           entities=[("Apple Inc.", "ORG", 2)]),
             DocumentUpsert("b", "Beta", "txt", topics=[("graphs", 0.7)], entities=[("apple", "ORG", 1)]),
             DocumentUpsert("c", "Gamma", "txt", topics=[("Cooking", 1.0)]),
         ])
@@ -78,7 +79,8 @@ async def test_client_upserts_and_reads_back(served, as_tenant):
         deleted = await client.delete_document("c")
         assert (deleted.deleted, deleted.orphans_removed) == (True, 1)
         stats = await client.stats()
-        assert (stats.documents, stats.topics, stats.entities, stats.covers_edges, stats.mentions_edges) == (2, 2, 1, 3, 2)
+        counts = (stats.documents, stats.topics, stats.entities, stats.covers_edges, stats.mentions_edges)
+        assert counts == (2, 2, 1, 3, 2)
         with pytest.raises(DomainError) as missing:
             await client.related("c")
         assert (missing.value.code, missing.value.reason) == (grpc.StatusCode.NOT_FOUND, "DOCUMENT_NOT_FOUND")
@@ -108,19 +110,25 @@ async def test_hostile_cypher_is_invalid_argument_with_a_field_violation(served,
 async def test_query_takes_struct_params_and_returns_struct_rows(served):
     stub = pb_grpc.GraphServiceStub(served)
     tenant = _meta(f"q-{uuid.uuid4().hex[:6]}")
-    requests = [pb.UpsertDocumentFactsRequest(document=pb.DocumentNode(document_id=f"d{i}", title=f"T{i}")) for i in range(3)]
+    requests = [
+        pb.UpsertDocumentFactsRequest(document=pb.DocumentNode(document_id=f"d{i}", title=f"T{i}")) for i in range(3)
+    ]
     await stub.UpsertDocumentFacts(iter(requests), metadata=tenant)
     params = json_format.ParseDict({"prefix": "d", "n": 2}, struct_pb2.Struct())
     reply = await stub.QueryGraph(
         pb.QueryGraphRequest(
-            cypher="MATCH (d:Document) WHERE d.id STARTS WITH $prefix RETURN d.id AS id, d.title AS title ORDER BY id LIMIT $n",
+            cypher="MATCH (d:Document) WHERE d.id STARTS WITH $prefix "
+            "RETURN d.id AS id, d.title AS title ORDER BY id LIMIT $n",
             params=params,
         ),
         metadata=tenant,
     )
     assert list(reply.columns) == ["id", "title"]
-    assert [json_format.MessageToDict(r) for r in reply.rows] == [{"id": "d0", "title": "T0"}, {"id": "d1", "title": "T1"}]
-    capped = await stub.QueryGraph(pb.QueryGraphRequest(cypher="MATCH (d:Document) RETURN d.id AS id", limit=1), metadata=tenant)
+    rows = [json_format.MessageToDict(r) for r in reply.rows]
+    assert rows == [{"id": "d0", "title": "T0"}, {"id": "d1", "title": "T1"}]
+    capped = await stub.QueryGraph(
+        pb.QueryGraphRequest(cypher="MATCH (d:Document) RETURN d.id AS id", limit=1), metadata=tenant
+    )
     assert (len(capped.rows), capped.truncated) == (1, True)
     with pytest.raises(grpc.aio.AioRpcError) as reserved:
         await stub.QueryGraph(
@@ -137,10 +145,11 @@ async def test_tenant_header_isolates_graphs(served):
     doc = pb.UpsertDocumentFactsRequest(document=pb.DocumentNode(document_id="shared-id", title="A's"))
     topic = pb.UpsertDocumentFactsRequest(topic=pb.TopicFact(name="Secret", weight=1))
     await stub.UpsertDocumentFacts(iter([doc, topic]), metadata=_meta(f"a-{run}"))
-    seen = await stub.QueryGraph(pb.QueryGraphRequest(cypher="MATCH (n) RETURN count(n) AS n"), metadata=_meta(f"b-{run}"))
+    other = _meta(f"b-{run}")
+    seen = await stub.QueryGraph(pb.QueryGraphRequest(cypher="MATCH (n) RETURN count(n) AS n"), metadata=other)
     assert json_format.MessageToDict(seen.rows[0]) == {"n": 0}
     with pytest.raises(grpc.aio.AioRpcError) as missing:
-        await stub.GetRelatedDocuments(pb.GetRelatedDocumentsRequest(document_id="shared-id"), metadata=_meta(f"b-{run}"))
+        await stub.GetRelatedDocuments(pb.GetRelatedDocumentsRequest(document_id="shared-id"), metadata=other)
     assert missing.value.code() == grpc.StatusCode.NOT_FOUND
     mine = await stub.GetGraphStats(pb.GetGraphStatsRequest(), metadata=_meta(f"a-{run}"))
     assert (mine.documents, mine.topics) == (1, 1)

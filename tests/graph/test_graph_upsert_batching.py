@@ -39,7 +39,9 @@ async def test_facts_are_resolved_and_merged_within_a_document():
     summary = await b.finish()
     (doc,) = store.batches[0]
     assert (doc.document_id, doc.title, doc.file_type) == ("d1", "My Title", "pdf")
-    assert [(t.key, t.name, t.weight) for t in doc.topics] == [("machine learning", "Machine Learning", 0.9), ("graphs", "Graphs", 1.0)]
+    assert [(t.key, t.name, t.weight) for t in doc.topics] == [
+        ("machine learning", "Machine Learning", 0.9), ("graphs", "Graphs", 1.0)
+    ]
     assert [(e.key, e.name, e.type, e.count) for e in doc.entities] == [("apple", "Apple Inc.", "ORG", 3)]
     assert (summary.documents, summary.topics, summary.entities, summary.batches) == (1, 2, 1, 1)
 
