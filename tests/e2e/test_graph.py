@@ -108,3 +108,19 @@ async def test_query_related_entities_and_delete_over_rest(mesh, client, tenant)
     assert deleted.status_code == 200, deleted.text
     assert deleted.json() == {"deleted": True, "orphans_removed": 1}
     assert client.get("/v1/graph/documents/gamma/related", headers=tenant).status_code == 404
+
+
+def test_upsert_over_rest_takes_a_json_array_of_stream_messages(client, tenant):
+    """Envoy transcodes a client stream from a JSON array: one element per stream message."""
+    body = [
+        {"document": {"document_id": "rest-1", "title": "Over REST", "file_type": "md"}},
+        {"topic": {"name": "Transcoding", "weight": 0.7}},
+        {"entity": {"name": "Envoy Proxy Inc.", "type": "ORG", "count": 3}},
+        {"document": {"document_id": "rest-2", "title": "Second"}},
+        {"topic": {"name": "transcoding", "weight": 0.2}},
+    ]
+    reply = client.post("/v1/graph/documents:upsert", json=body, headers=tenant)
+    assert reply.status_code == 200, reply.text
+    assert reply.json() | {"batches": 1} == {"documents": 2, "topics": 2, "entities": 1, "batches": 1}
+    related = client.get("/v1/graph/documents/rest-2/related", headers=tenant).json()["documents"]
+    assert [(d["document_id"], d["shared_topics"]) for d in related] == [("rest-1", ["Transcoding"])]
