@@ -106,10 +106,10 @@ class _TenantDatabase:
             conn.execute("BEGIN TRANSACTION")
             try:
                 result = work(lambda cypher, params: _rows(conn.execute(cypher, params)))
+                conn.execute("COMMIT")
             except BaseException:
                 _rollback(conn)
                 raise
-            conn.execute("COMMIT")
             return result
 
     def close(self) -> None:
@@ -236,6 +236,11 @@ def _user_query(tdb: _TenantDatabase, cypher: str, params: dict[str, Any], limit
             _rollback(conn)
     except RuntimeError as exc:
         raise _query_error(exc) from exc
+    except (TypeError, ValueError) as exc:  # a parameter value the engine cannot type (e.g. [1, "a"])
+        raise InvalidArgument(
+            f"a parameter value is not supported: {exc}", reason="INVALID_PARAMS",
+            violations=[FieldViolation("params", "lists must hold one type; maps in a list the same keys")],
+        ) from exc
     finally:
         conn.close()
     return QueryResult(columns, tuple(rows[:limit]), truncated=len(rows) > limit)
