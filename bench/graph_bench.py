@@ -153,7 +153,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "graph",
         "backends_agree": agree,
         "date": dt.date.today().isoformat(),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "machine": {"cpus": os.cpu_count(), "load_average_1m": round(os.getloadavg()[0], 2),
+                    "python": platform.python_version(), "platform": platform.platform()},
         "versions": {p: _version(p) for p in ("ladybug", "neo4j", "arcadedb-embedded")},
         "results": results,
     }
