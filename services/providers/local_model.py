@@ -8,6 +8,8 @@
   with a lock and run in a worker thread so the event loop stays free.
 - Streaming goes through the OpenAI-shaped chunk callback; returning True from it stops the
   generation, which is how a deadline or a closed stream cancels a running call.
+- A loaded model is kept for the life of the process: xllamacpp can deadlock in ``~Server``
+  when a server is destroyed right after it started (seen in the benchmark's load loop).
 - xllamacpp also opens an HTTP listener on a random loopback port; an API key nobody knows
   keeps other local processes off it.
 """
