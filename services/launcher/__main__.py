@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import threading
 
+from services.launcher import demo
 from services.launcher.mesh import Mesh
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description="Run the DocuThinker mesh locally.")
+    parser.add_argument("--no-demo", action="store_true", help="skip the sample upload and question")
+    args = parser.parse_args()
     settings = MeshSettings()
     mesh = Mesh(data_dir=settings.data_dir, log_dir=settings.log_dir)
     stop = threading.Event()
@@ -28,7 +33,13 @@ def main() -> int:
     for name in SERVICE_NAMES:
         print(f"{name:<13} gRPC:          {mesh.grpc_target(name)}")
     print(f"logs: {mesh.log_dir}   data: {mesh.data_dir}")
-    print("all services SERVING; press Ctrl-C to stop", flush=True)
+    print("all services SERVING", flush=True)
+    if not args.no_demo:
+        try:
+            demo.run(mesh.base_url, out=lambda line: print(line, flush=True))
+        except Exception as exc:  # noqa: BLE001 - the mesh stays up; the demo is a courtesy
+            print(f"demo failed: {exc}", file=sys.stderr, flush=True)
+    print("press Ctrl-C to stop", flush=True)
     while not stop.wait(0.5):
         dead = mesh.exited()
         if dead:

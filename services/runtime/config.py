@@ -23,9 +23,13 @@ class MeshSettings(BaseSettings):
     host: str = "127.0.0.1"
     """Interface the services bind to and dial each other on."""
     orchestrator_port: int = 50050
+    """gRPC port of the orchestrator service."""
     rag_port: int = 50051
+    """gRPC port of the RAG service."""
     nlp_port: int = 50052
+    """gRPC port of the NLP service."""
     graph_port: int = 50053
+    """gRPC port of the graph service."""
     gateway_port: int = 8080
     """Envoy's public listener (REST and gRPC)."""
     gateway_admin_port: int = 9901
@@ -35,6 +39,7 @@ class MeshSettings(BaseSettings):
     log_dir: pathlib.Path = pathlib.Path("logs")
     """Where ``make run`` writes one log per process."""
     log_level: str = "INFO"
+    """Log level of every process (JSON lines on stderr)."""
     default_tenant: str = "default"
     """Tenant used when a request carries no ``x-tenant-id`` metadata."""
     shutdown_grace_s: float = Field(default=5.0, ge=0)
