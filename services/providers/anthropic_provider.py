@@ -27,7 +27,6 @@ from services.providers.base import (
     ProviderError,
     StreamEvent,
     TextBlock,
-    ToolResultBlock,
     ToolUseBlock,
     Usage,
 )
