@@ -114,7 +114,7 @@ class RouterLLM(BaseLLM):
             request = self._request(normalized, model)
             failure: DomainError | None = None
             try:
-                result = self._run(self._router.generate(self.router_task, request))
+                result = self._run(request)
             except DomainError as error:
                 failure = error
             if failure is not None:
@@ -189,20 +189,16 @@ class RouterLLM(BaseLLM):
         text = self._invoke_after_llm_call_hooks(messages, text, from_agent)
         return self._validate_structured_output(text, response_model) if response_model else text
 
-    def _run(self, coroutine: Coroutine[Any, Any, GenerationResult]) -> GenerationResult:
-        ctx = request_context.current()
-        bound = _with_context(ctx, coroutine)
-        loop = self._loop if self._loop is not None and self._loop.is_running() else None
-        if loop is None:
-            loop = _private_loop()
+    def _run(self, request: GenerationRequest) -> GenerationResult:
+        loop = self._loop if self._loop is not None and self._loop.is_running() else _private_loop()
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:
-            bound.close()
             raise RuntimeError("RouterLLM.call blocks: run the crew in a worker thread (asyncio.to_thread)")
-        return asyncio.run_coroutine_threadsafe(bound, loop).result()
+        call = _with_context(request_context.current(), self._router.generate(self.router_task, request))
+        return asyncio.run_coroutine_threadsafe(call, loop).result()
 
 
 async def _with_context(ctx: request_context.RequestContext | None, coroutine: Coroutine[Any, Any, Any]) -> Any:

@@ -108,11 +108,13 @@ class LocalModel:
         on_chunk: ChunkCallback,
         *,
         lock_timeout_s: float | None = None,
+        cancelled: Callable[[], bool] = lambda: False,
     ) -> None:
         """Streams an OpenAI-shaped chat completion into ``on_chunk``.
 
         Raises ``LocalModelError`` for a refused request, ``TimeoutError`` when the model stays
-        busy with other calls past ``lock_timeout_s``.
+        busy with other calls past ``lock_timeout_s``. A call ``cancelled`` while it waited for
+        the model does not start (prompt processing cannot be interrupted once begun).
         """
         error: list[Mapping[str, Any]] = []
 
@@ -126,6 +128,8 @@ class LocalModel:
         if not self._lock.acquire(timeout=-1 if lock_timeout_s is None else max(0.0, lock_timeout_s)):
             raise TimeoutError("the local model stayed busy with other requests")
         try:
+            if cancelled():
+                return
             result = self._server.handle_chat_completions(request, deliver)
         finally:
             self._lock.release()

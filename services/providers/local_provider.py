@@ -138,7 +138,7 @@ class LocalProvider:
         def work() -> None:
             try:
                 model = self._loader(self._config)
-                model.chat(body, on_chunk, lock_timeout_s=deadline.remaining())
+                model.chat(body, on_chunk, lock_timeout_s=deadline.remaining(), cancelled=stop.is_set)
             except BaseException as exc:  # noqa: BLE001 - relayed to the awaiting coroutine
                 post("error", exc)
             else:

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import jsonschema
 import pytest
@@ -114,6 +115,23 @@ async def test_a_deadline_cancels_a_running_generation(local):
     assert await asyncio.to_thread(model._lock.acquire, True, 2.0)
     model._lock.release()
     assert (await local.generate(REWRITE)).text
+
+
+async def test_calls_are_serialized_and_a_cancelled_caller_frees_the_model(local):
+    model = get_local_model(LocalModelConfig())
+    story = GenerationRequest(messages=[Message("user", "Write a very long story about dragons.")], max_tokens=2000)
+    running = asyncio.create_task(local.generate(story))
+    await asyncio.sleep(0.3)  # it holds the model now
+    with pytest.raises(ProviderError) as caught:  # a second caller times out waiting its turn
+        await local.generate(replace(REWRITE, timeout_s=0.5))
+    assert caught.value.kind == "timeout"
+    running.cancel()  # the RPC's client went away
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert await asyncio.to_thread(model._lock.acquire, True, 2.0)
+    model._lock.release()
+    first, second = await asyncio.gather(local.generate(REWRITE), local.generate(REWRITE))
+    assert first.text and second.text
 
 
 async def test_a_prompt_over_the_context_is_a_context_overflow(local):
