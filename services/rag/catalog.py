@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.rag.documents import DocumentRecord, DocumentStatus, DocumentText
+from services.rag.graph_sync import DisabledGraphSync, GraphSync
 from services.rag.locks import KeyedLocks
 from services.rag.store import BlobStore, ChunkIndex
 from services.runtime.errors import FailedPrecondition, FieldViolation, InvalidArgument, NotFound
@@ -50,8 +51,9 @@ def _not_found(document_id: str) -> NotFound:
 
 class DocumentCatalog:
     def __init__(self, index: ChunkIndex, blobs: BlobStore, locks: KeyedLocks,
-                 on_change: Callable[[str], None] = lambda tenant: None) -> None:
+                 on_change: Callable[[str], None] = lambda tenant: None, graph: GraphSync | None = None) -> None:
         self._index = index
+        self._graph = graph or DisabledGraphSync()
         self._metadata = index.metadata
         self._blobs = blobs
         self._locks = locks
@@ -94,6 +96,8 @@ class DocumentCatalog:
         async with self._locks.hold(document_id):
             # Looked up again under the lock: an ingest that held it may have dropped a bad upload.
             record = await self.get(tenant, document_id)
+            # Queued before the removal: a crash in between leaves a delete the graph worker re-checks.
+            await self._graph.forget(record)
             removed = await asyncio.to_thread(self._index.remove_document, tenant, document_id)
             await asyncio.to_thread(self._blobs.delete, tenant, record.content_sha256)
             # Rebuild BM25 now rather than later, so the index on disk no longer holds the chunks.

@@ -1,7 +1,8 @@
-"""Port through which ingestion hands a ready document's text to the knowledge graph.
+"""Port through which ingestion hands a ready document to the knowledge graph.
 
-The real adapter (streaming topics and entities to the graph service) plugs in here; until
-then ``DisabledGraphSync`` reports GRAPH_SYNC_STATUS_DISABLED and does nothing.
+The real adapter (``services.rag.graph_link.OutboxGraphSync``) queues the document in a
+durable outbox that a background worker drains (NLP topics and entities -> graph service);
+``DisabledGraphSync`` reports GRAPH_SYNC_STATUS_DISABLED and does nothing.
 """
 
 from __future__ import annotations
@@ -22,9 +23,16 @@ class GraphSync(Protocol):
         """Sends the document's facts to the graph; True once synced (False leaves it PENDING)."""
         ...
 
+    async def forget(self, document: DocumentRecord) -> None:
+        """The document is being deleted: its facts must leave the graph (called before removal)."""
+        ...
+
 
 class DisabledGraphSync:
     enabled = False
 
     async def sync(self, document: DocumentRecord, text_sections: Sequence[Section]) -> bool:
         return False
+
+    async def forget(self, document: DocumentRecord) -> None:
+        return None

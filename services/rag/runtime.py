@@ -25,6 +25,10 @@ from services.rag.store import BlobStore, ChunkIndex, KeywordIndex, MetadataStor
 log = logging.getLogger("docuthinker.rag")
 
 
+def metadata_path(data_dir: pathlib.Path) -> pathlib.Path:
+    return pathlib.Path(data_dir) / "rag" / "metadata.sqlite3"
+
+
 def pipeline_config(settings: RagSettings, max_upload_bytes: int) -> PipelineConfig:
     return PipelineConfig(
         max_upload_bytes=max_upload_bytes,
@@ -65,7 +69,7 @@ class RagRuntime:
     ) -> RagRuntime:
         """Opens (or creates) every store and rebuilds FAISS from Chroma; blocking (run it in a thread)."""
         root = pathlib.Path(data_dir) / "rag"
-        metadata = MetadataStore(root / "metadata.sqlite3")
+        metadata = MetadataStore(metadata_path(data_dir))
         blobs = BlobStore(root / "originals")
         vectors = VectorStore(root / "chroma", embedder.name, embedder.dimension)
         loaded, orphans = vectors.rebuild(metadata.known_chunk_ids())
@@ -73,13 +77,14 @@ class RagRuntime:
         keyword.load()
         index = ChunkIndex(metadata, vectors, keyword)
         locks = KeyedLocks()
+        graph_sync = graph_sync or DisabledGraphSync()
         pipeline = IngestionPipeline(
-            index, blobs, embedder, graph_sync or DisabledGraphSync(),
+            index, blobs, embedder, graph_sync,
             pipeline_config(settings, max_upload_bytes), on_change=lambda tenant: refresher.notify(tenant), locks=locks,
         )
         # BM25 rebuilds wait for ingestion to go idle: they would compete with the embedder for the cores.
         refresher = KeywordRefresher(keyword, settings.keyword_refresh_delay_s, busy=lambda: pipeline.busy)
-        catalog = DocumentCatalog(index, blobs, locks, on_change=refresher.notify)
+        catalog = DocumentCatalog(index, blobs, locks, on_change=refresher.notify, graph=graph_sync)
         log.info("stores open", extra={"fields": {"data_dir": str(root), "vectors": loaded, "orphans": orphans,
                                                   "collection": vectors.collection}})
         return cls(metadata, blobs, vectors, keyword, index, refresher, pipeline, catalog)

@@ -1,7 +1,8 @@
 """Wires the RAG service into the shared runtime.
 
 Startup (before SERVING): load the embedding model (hash-checked), open the stores, rebuild
-FAISS from Chroma; then resume documents a crash left mid-ingestion, in the background.
+FAISS from Chroma; then resume documents a crash left mid-ingestion, in the background, and
+start the graph-sync worker (``graph_link``) when a graph feed is wired (``binding`` does).
 """
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ import asyncio
 
 from docuthinker.rag.v1 import rag_service_pb2, rag_service_pb2_grpc
 from services.rag.answer_setup import build_answering, graph_related
+from services.rag.graph_feed import GraphFeed, mesh_feed
+from services.rag.graph_link import GraphLink
+from services.rag.graph_settings import GraphSyncSettings
 from services.rag.graph_sync import GraphSync
 from services.rag.ingest.embedding import TextEmbedder
-from services.rag.runtime import RagRuntime
+from services.rag.runtime import RagRuntime, metadata_path
 from services.rag.servicer import RagServicer
 from services.rag.settings import RagSettings
 from services.runtime import MeshSettings, ServiceBinding
@@ -29,11 +33,17 @@ class RagService:
         rag: RagSettings | None = None,
         embedder: TextEmbedder | None = None,
         graph_sync: GraphSync | None = None,
+        graph_feed: GraphFeed | None = None,
+        graph_settings: GraphSyncSettings | None = None,
     ) -> None:
+        """Without ``graph_feed`` (or with an explicit ``graph_sync``) no outbox or worker runs."""
         self.settings = settings
         self.rag = rag or RagSettings()
         self._embedder = embedder
         self._graph_sync = graph_sync
+        self._graph_feed = graph_feed
+        self.graph_settings = graph_settings or GraphSyncSettings()
+        self.graph: GraphLink | None = None
         self.servicer = RagServicer(settings.max_upload_bytes)
         self.runtime: RagRuntime | None = None
         self.resume_task: asyncio.Task | None = None
@@ -44,8 +54,13 @@ class RagService:
             from services.models.embedder import get_embedder
 
             model = await asyncio.to_thread(get_embedder)
+        graph_sync = self._graph_sync
+        if graph_sync is None and self._graph_feed is not None:
+            self.graph = await asyncio.to_thread(
+                GraphLink.open, metadata_path(self.settings.data_dir), self._graph_feed, self.graph_settings)
+            graph_sync = self.graph.port
         self.runtime = await asyncio.to_thread(
-            RagRuntime.open, self.settings.data_dir, self.rag, self.settings.max_upload_bytes, model, self._graph_sync
+            RagRuntime.open, self.settings.data_dir, self.rag, self.settings.max_upload_bytes, model, graph_sync
         )
         self.servicer.attach(self.runtime.pipeline, self.runtime.catalog)
         self.servicer.attach_answers(*build_answering(
@@ -53,14 +68,21 @@ class RagService:
         self.resume_task = asyncio.get_running_loop().create_task(
             self.runtime.pipeline.resume_unfinished(enabled=self.rag.resume_on_startup)
         )
+        if self.graph is not None:
+            await self.graph.start(self.runtime.metadata, self.runtime.pipeline.locks)
 
     async def stop(self) -> None:
         if self.resume_task is not None:
             self.resume_task.cancel()
             await asyncio.gather(self.resume_task, return_exceptions=True)
+        if self.graph is not None:
+            await self.graph.stop()  # before the stores close: the worker reads them
         if self.runtime is not None:
             await self.runtime.close()
             self.runtime = None
+        if self.graph is not None:
+            self.graph.close()
+            self.graph = None
 
     def binding(self) -> ServiceBinding:
         return ServiceBinding(
@@ -73,4 +95,5 @@ class RagService:
 
 
 def binding(settings: MeshSettings) -> ServiceBinding:
-    return RagService(settings).binding()
+    graph = GraphSyncSettings()
+    return RagService(settings, graph_feed=mesh_feed(settings, graph), graph_settings=graph).binding()

@@ -1,0 +1,228 @@
+"""What the knowledge graph learns about a document: its text -> NLP topics and entities -> graph.
+
+Two ports keep the transport out of the domain: ``FactExtractor`` (the NLP service's
+ExtractTopics and ExtractEntities) and ``GraphWriter`` (``services.graph.client.GraphClient``
+satisfies it). ``mesh_feed`` wires both to the mesh over ``service_channel``; every call runs
+in a request context bound to the document's tenant, so the tenant, a request id and a
+deadline travel with it although no RPC of a caller is in progress (the worker runs in the
+background).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import grpc
+
+from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
+from docuthinker.nlp.v1 import nlp_service_pb2_grpc as nlp_grpc
+from services.graph.client import GraphClient
+from services.graph.entity_resolution import entity_key, topic_key
+from services.graph.upsert_batching import MAX_NAME_CHARS
+from services.rag.documents import DocumentRecord, Section
+from services.rag.graph_settings import GraphSyncSettings
+from services.runtime import MeshSettings, request_context, service_channel
+from services.runtime.errors import DeadlineExceeded, Unavailable, from_rpc_error
+
+log = logging.getLogger("docuthinker.rag.graph")
+
+MIN_TOPIC_WEIGHT = 1e-4
+"""The graph reads a weight of 0 as "unspecified" (stored as 1): a topic NLP scored 0 stays light."""
+
+Topic = tuple[str, float]
+Entity = tuple[str, str, int]
+
+
+@dataclass(frozen=True)
+class DocumentFacts:
+    topics: tuple[Topic, ...] = ()
+    entities: tuple[Entity, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps({"topics": [list(t) for t in self.topics], "entities": [list(e) for e in self.entities]})
+
+    @classmethod
+    def from_json(cls, text: str) -> DocumentFacts:
+        data = json.loads(text)
+        return cls(
+            tuple((str(n), float(w)) for n, w in data["topics"]),
+            tuple((str(n), str(t), int(c)) for n, t, c in data["entities"]),
+        )
+
+
+class FactExtractor(Protocol):
+    async def topics(self, text: str, limit: int) -> Sequence[Topic]:
+        """Weighted keyphrases (0..1), heaviest first."""
+        ...
+
+    async def entities(self, text: str, labels: Sequence[str]) -> Sequence[Entity]:
+        """(name, label, mentions), most mentioned first; empty ``labels`` means every label."""
+        ...
+
+
+class GraphWriter(Protocol):
+    async def upsert_document(
+        self, document_id: str, title: str = "", file_type: str = "",
+        topics: Sequence[Topic] = (), entities: Sequence[Entity] = (),
+    ) -> Any: ...
+
+    async def delete_document(self, document_id: str) -> Any: ...
+
+
+@contextmanager
+def tenant_context(tenant: str, timeout_s: float) -> Iterator[None]:
+    """Binds a request context for background calls: the client interceptor sends its tenant,
+    request id and deadline downstream, as it would for an RPC's own calls."""
+    token = request_context.bind(request_context.RequestContext(
+        request_id=f"graph-sync-{uuid.uuid4().hex[:16]}", tenant=tenant, deadline=time.monotonic() + timeout_s))
+    try:
+        yield
+    finally:
+        request_context.unbind(token)
+
+
+def document_text(sections: Sequence[Section], limit: int) -> str:
+    """Sections joined as paragraphs (as NLP reads a stored document), cut at ``limit`` characters,
+    at a paragraph end when one lies in the last half."""
+    text = "\n\n".join(s.text.strip() for s in sections if s.text.strip())
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n\n", 0, limit)
+    return text[: cut if cut >= limit // 2 else limit]
+
+
+def graph_topics(topics: Sequence[Topic], limit: int) -> tuple[Topic, ...]:
+    """Topics the graph accepts (a name it can key, a finite weight), at most ``limit``."""
+    kept = [
+        (name.strip(), max(MIN_TOPIC_WEIGHT, min(1.0, float(weight))))
+        for name, weight in topics
+        if topic_key(name) and len(name.strip()) <= MAX_NAME_CHARS and math.isfinite(weight)
+    ]
+    return tuple(kept[:limit])
+
+
+def graph_entities(entities: Sequence[Entity], limit: int) -> tuple[Entity, ...]:
+    kept = [
+        (name.strip(), label, max(1, int(count)))
+        for name, label, count in entities
+        if entity_key(name) and len(name.strip()) <= MAX_NAME_CHARS
+    ]
+    return tuple(kept[:limit])
+
+
+class GraphFeed:
+    """Extracts a document's facts and writes them to (or removes them from) the graph."""
+
+    def __init__(self, extractor: FactExtractor, writer: GraphWriter, settings: GraphSyncSettings) -> None:
+        self._extractor = extractor
+        self._writer = writer
+        self._settings = settings
+
+    async def extract(self, tenant: str, sections: Sequence[Section]) -> DocumentFacts:
+        text = document_text(sections, self._settings.max_text_chars)
+        if not text:  # e.g. a scan without a text layer: the document node alone
+            return DocumentFacts()
+        with tenant_context(tenant, self._settings.call_timeout_s):
+            # One after the other: both are CPU-heavy on the NLP service, which other callers share.
+            topics = await self._extractor.topics(text, self._settings.max_topics)
+            entities = await self._extractor.entities(text, self._settings.entity_labels)
+        return DocumentFacts(graph_topics(topics, self._settings.max_topics),
+                             graph_entities(entities, self._settings.max_entities))
+
+    async def publish(self, document: DocumentRecord, facts: DocumentFacts) -> None:
+        with tenant_context(document.tenant, self._settings.call_timeout_s):
+            await self._writer.upsert_document(
+                document.document_id, document.title or document.filename, document.file_type,
+                facts.topics, facts.entities,
+            )
+
+    async def remove(self, tenant: str, document_id: str) -> None:
+        with tenant_context(tenant, self._settings.call_timeout_s):
+            await self._writer.delete_document(document_id)
+
+    async def close(self) -> None:
+        for port in (self._extractor, self._writer):
+            closer = getattr(port, "close", None)
+            if closer is not None:
+                await closer()
+
+
+class NlpFactExtractor:
+    """``NlpService.ExtractTopics`` / ``ExtractEntities`` with inline text (NLP fetching the text
+    back from RAG would be a round trip through this very service)."""
+
+    def __init__(self, mesh: MeshSettings) -> None:
+        self._mesh = mesh
+        self._channel: grpc.aio.Channel | None = None
+
+    def _stub(self) -> nlp_grpc.NlpServiceStub:
+        if self._channel is None:  # created on first use, inside the server's event loop
+            self._channel = service_channel("nlp", self._mesh)
+        return nlp_grpc.NlpServiceStub(self._channel)
+
+    async def topics(self, text: str, limit: int) -> list[Topic]:
+        try:
+            reply = await self._stub().ExtractTopics(nlp_pb.ExtractTopicsRequest(text=text, max_topics=limit))
+        except grpc.aio.AioRpcError as exc:
+            raise _nlp_error(exc) from exc
+        return [(t.name, t.weight) for t in reply.topics]
+
+    async def entities(self, text: str, labels: Sequence[str]) -> list[Entity]:
+        try:
+            reply = await self._stub().ExtractEntities(nlp_pb.ExtractEntitiesRequest(text=text, labels=list(labels)))
+        except grpc.aio.AioRpcError as exc:
+            raise _nlp_error(exc) from exc
+        return [(e.text, e.label, e.count) for e in reply.entities]
+
+    async def close(self) -> None:
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None
+
+
+class MeshGraphWriter:
+    """``GraphClient`` over a mesh channel opened on first use (inside the server's event loop)."""
+
+    def __init__(self, mesh: MeshSettings) -> None:
+        self._mesh = mesh
+        self._channel: grpc.aio.Channel | None = None
+        self._client: GraphClient | None = None
+
+    def _graph(self) -> GraphClient:
+        if self._client is None:
+            self._channel = service_channel("graph", self._mesh)
+            self._client = GraphClient(self._channel)
+        return self._client
+
+    async def upsert_document(self, document_id: str, title: str = "", file_type: str = "",
+                              topics: Sequence[Topic] = (), entities: Sequence[Entity] = ()) -> Any:
+        return await self._graph().upsert_document(document_id, title, file_type, topics, entities)
+
+    async def delete_document(self, document_id: str) -> Any:
+        return await self._graph().delete_document(document_id)
+
+    async def close(self) -> None:
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel, self._client = None, None
+
+
+def _nlp_error(exc: grpc.aio.AioRpcError):
+    message = f"nlp: {exc.details() or exc.code().name}"
+    if exc.code() == grpc.StatusCode.UNAVAILABLE:
+        return Unavailable(message, reason="NLP_UNAVAILABLE")
+    if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return DeadlineExceeded(message, reason="NLP_DEADLINE_EXCEEDED")
+    return from_rpc_error(exc, "nlp")
+
+
+def mesh_feed(mesh: MeshSettings, settings: GraphSyncSettings) -> GraphFeed:
+    return GraphFeed(NlpFactExtractor(mesh), MeshGraphWriter(mesh), settings)

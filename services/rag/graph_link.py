@@ -1,0 +1,81 @@
+"""The RAG service's link to the knowledge graph: outbox, worker and the pipeline's ``GraphSync`` port.
+
+Opened before the stores (the port is handed to the pipeline and catalog), started after
+them (the worker reads documents and shares the per-document locks), stopped before they
+close and closed after. With ``DOCUTHINKER_RAG_GRAPH_SYNC=false`` the port reports disabled
+and no worker runs, but deletes of documents the graph may hold are still queued, so
+turning the sync back on removes them from the graph.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+from collections.abc import Callable, Sequence
+
+from services.rag.documents import DocumentRecord, GraphSyncState, Section
+from services.rag.graph_feed import GraphFeed
+from services.rag.graph_outbox import GraphOutbox
+from services.rag.graph_settings import GraphSyncSettings
+from services.rag.graph_worker import DocumentSource, GraphSyncWorker
+from services.rag.locks import KeyedLocks
+
+
+class OutboxGraphSync:
+    """``GraphSync`` through the outbox: ``sync`` queues and returns at once (the document stays
+    PENDING until the worker has synced it); ``forget`` queues the graph delete."""
+
+    def __init__(self, outbox: GraphOutbox, enabled: bool, on_queued: Callable[[], None]) -> None:
+        self._outbox = outbox
+        self._enabled = enabled
+        self._on_queued = on_queued
+
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
+    async def sync(self, document: DocumentRecord, text_sections: Sequence[Section]) -> bool:
+        # The worker reads the sections back from the metadata store: the outbox stays small.
+        await asyncio.to_thread(self._outbox.enqueue_upsert, document.tenant, document.document_id)
+        self._on_queued()
+        return False
+
+    async def forget(self, document: DocumentRecord) -> None:
+        if document.graph_sync is GraphSyncState.DISABLED:
+            # Never sent to the graph, unless an upsert queued before the sync was turned off waits.
+            if await asyncio.to_thread(self._outbox.get, document.tenant, document.document_id) is None:
+                return
+        await asyncio.to_thread(self._outbox.enqueue_delete, document.tenant, document.document_id)
+        self._on_queued()
+
+
+class GraphLink:
+    def __init__(self, outbox: GraphOutbox, feed: GraphFeed, settings: GraphSyncSettings) -> None:
+        self.outbox = outbox
+        self._feed = feed
+        self._settings = settings
+        self.worker: GraphSyncWorker | None = None
+        self.port = OutboxGraphSync(outbox, settings.sync, self._notify)
+
+    @classmethod
+    def open(cls, database: pathlib.Path, feed: GraphFeed, settings: GraphSyncSettings) -> GraphLink:
+        """Opens the outbox in the RAG metadata database file; blocking (run it in a thread)."""
+        return cls(GraphOutbox(database), feed, settings)
+
+    def _notify(self) -> None:
+        if self.worker is not None:
+            self.worker.notify()
+
+    async def start(self, documents: DocumentSource, locks: KeyedLocks) -> None:
+        if not self._settings.sync:
+            return
+        self.worker = GraphSyncWorker(self.outbox, documents, self._feed, locks, self._settings)
+        await self.worker.start()
+
+    async def stop(self) -> None:
+        if self.worker is not None:
+            await self.worker.stop()
+            self.worker = None
+
+    def close(self) -> None:
+        self.outbox.close()

@@ -1,0 +1,183 @@
+"""The background worker that drains the graph outbox, one document at a time.
+
+NLP over a document is CPU-heavy, so entries are processed strictly one after the other. A
+failure (NLP or graph down, a deadline, anything) never drops an entry: it records the error
+and falls due again after an exponential, capped backoff. Facts extracted before a graph
+outage are kept in the entry, so a retry only re-sends them. The worker takes no part in
+ingestion: documents are READY before it ever sees them.
+
+Documents being ingested, re-indexed or deleted hold their per-document lock; the worker
+looks again later rather than racing them, and every write it makes is guarded by the
+entry's sequence, so a newer intent (a re-index, a delete) always wins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from services.rag.documents import DocumentRecord, DocumentStatus, GraphSyncState, Section
+from services.rag.graph_feed import DocumentFacts, GraphFeed
+from services.rag.graph_outbox import GraphOutbox, Operation, OutboxEntry
+from services.rag.graph_settings import GraphSyncSettings
+from services.rag.locks import KeyedLocks
+from services.runtime.errors import DomainError
+
+log = logging.getLogger("docuthinker.rag.graph")
+
+
+class DocumentSource(Protocol):
+    """The metadata store's reads the worker needs (``MetadataStore`` satisfies it)."""
+
+    def get_document(self, tenant: str, document_id: str) -> DocumentRecord | None: ...
+
+    def sections(self, document_id: str) -> list[Section]: ...
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    initial_s: float
+    max_s: float
+
+    def delay_s(self, attempts: int) -> float:
+        """Delay after the ``attempts``-th consecutive failure (1-based): doubling, capped."""
+        return min(self.max_s, self.initial_s * 2 ** min(max(attempts - 1, 0), 40))
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, DomainError):
+        return f"{exc.code.name}: {exc.message}"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+class GraphSyncWorker:
+    def __init__(
+        self,
+        outbox: GraphOutbox,
+        documents: DocumentSource,
+        feed: GraphFeed,
+        locks: KeyedLocks,
+        settings: GraphSyncSettings,
+    ) -> None:
+        self._outbox = outbox
+        self._documents = documents
+        self._feed = feed
+        self._locks = locks
+        self._poll_s = settings.poll_interval_s
+        self._retry = RetryPolicy(settings.backoff_initial_s, settings.backoff_max_s)
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def notify(self) -> None:
+        """New work was queued: look at the outbox now rather than at the next poll."""
+        self._wake.set()
+
+    async def start(self) -> None:
+        queued = await asyncio.to_thread(self._outbox.reconcile)
+        pending = len(await asyncio.to_thread(self._outbox.entries))
+        log.info("graph sync worker started", extra={"fields": {"pending": pending, "requeued": queued}})
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="graph-sync-worker")
+
+    async def stop(self) -> None:
+        """Cancels the entry in progress, if any: it stays in the outbox for the next start."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        await self._feed.close()
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()  # before looking: an enqueue after the look sets it again
+            try:
+                if await self.run_once():
+                    continue
+                await self._sleep_until_due()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the worker must outlive a bad moment of its own store
+                log.exception("graph sync worker loop failed; retrying")
+                await asyncio.sleep(self._poll_s)
+
+    async def _sleep_until_due(self) -> None:
+        due = await asyncio.to_thread(self._outbox.next_attempt_time)
+        delay = self._poll_s if due is None else min(self._poll_s, max(0.0, due - time.time()))
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout=delay)
+        except TimeoutError:
+            pass
+
+    async def run_once(self) -> bool:
+        """Processes the earliest due entry; False when none is due."""
+        entry = await asyncio.to_thread(self._outbox.next_due)
+        if entry is None:
+            return False
+        try:
+            if entry.operation is Operation.DELETE:
+                await self._delete(entry)
+            else:
+                await self._upsert(entry)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - recorded on the entry, retried later
+            delay = self._retry.delay_s(entry.attempts + 1)
+            await asyncio.to_thread(self._outbox.retry_later, entry, _describe(exc), delay)
+            log.warning("graph sync failed; will retry", exc_info=not isinstance(exc, DomainError), extra={"fields": {
+                "document_id": entry.document_id, "tenant": entry.tenant, "operation": entry.operation.value,
+                "attempts": entry.attempts + 1, "retry_in_s": round(delay, 3), "error": _describe(exc)[:300]}})
+        return True
+
+    async def _upsert(self, entry: OutboxEntry) -> None:
+        if self._locks.busy(entry.document_id):  # being ingested, re-indexed or deleted right now
+            await asyncio.to_thread(self._outbox.defer, entry, self._poll_s)
+            return
+        record = await asyncio.to_thread(self._documents.get_document, entry.tenant, entry.document_id)
+        if record is None:  # removed without a delete intent (bad input): nothing reached the graph
+            await asyncio.to_thread(self._outbox.complete, entry, False)
+            return
+        if record.status is DocumentStatus.FAILED:  # its chunks are gone: so are its facts
+            await self._feed.remove(entry.tenant, entry.document_id)
+            await asyncio.to_thread(self._outbox.complete, entry, False)
+            return
+        if record.status is not DocumentStatus.READY:  # interrupted mid-ingestion; resumed at startup
+            await asyncio.to_thread(self._outbox.defer, entry, self._poll_s)
+            return
+        started = time.perf_counter()
+        cached = entry.facts is not None
+        if entry.facts is not None:
+            facts = DocumentFacts.from_json(entry.facts)
+        else:
+            sections = await asyncio.to_thread(self._documents.sections, record.document_id)
+            facts = await self._feed.extract(record.tenant, sections)
+            await asyncio.to_thread(self._outbox.save_facts, entry, facts.to_json())
+        extracted = time.perf_counter()
+        await self._feed.publish(record, facts)
+        published = time.perf_counter()
+        current = await asyncio.to_thread(self._outbox.complete, entry, True)
+        log.info("document synced to the knowledge graph", extra={"fields": {
+            "document_id": record.document_id, "tenant": record.tenant, "topics": len(facts.topics),
+            "entities": len(facts.entities), "facts_cached": cached, "superseded": not current,
+            "nlp_ms": round((extracted - started) * 1000, 2), "upsert_ms": round((published - extracted) * 1000, 2)}})
+
+    async def _delete(self, entry: OutboxEntry) -> None:
+        if self._locks.busy(entry.document_id):  # the delete that queued this is still removing it
+            await asyncio.to_thread(self._outbox.defer, entry, self._poll_s)
+            return
+        async with self._locks.hold(entry.document_id):
+            record = await asyncio.to_thread(self._documents.get_document, entry.tenant, entry.document_id)
+        if record is not None:
+            # The delete was interrupted (a crash) before it removed the document: the document
+            # survived, so the graph must keep its facts; re-sync them rather than remove them.
+            if record.graph_sync is GraphSyncState.DISABLED:
+                await asyncio.to_thread(self._outbox.complete, entry, False)
+            else:
+                await asyncio.to_thread(self._outbox.replace_operation, entry, Operation.UPSERT)
+            return
+        await self._feed.remove(entry.tenant, entry.document_id)
+        await asyncio.to_thread(self._outbox.complete, entry, False)
+        log.info("document removed from the knowledge graph", extra={"fields": {
+            "document_id": entry.document_id, "tenant": entry.tenant}})
+

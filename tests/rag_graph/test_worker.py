@@ -1,0 +1,171 @@
+"""The graph-sync worker over a real metadata store and outbox, with fakes at the NLP and graph ports."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from services.rag.documents import DocumentStatus, GraphSyncState
+from services.rag.graph_feed import GraphFeed
+from services.rag.graph_outbox import Operation
+from services.rag.graph_settings import GraphSyncSettings
+from services.rag.graph_worker import GraphSyncWorker, RetryPolicy
+from services.rag.locks import KeyedLocks
+from services.runtime.errors import DeadlineExceeded
+
+from .fakes import GRAPH_DOWN, FakeExtractor, FakeWriter
+
+TEXT = ("Turbine maintenance crews inspect turbine blades every spring. The report from Ada covers "
+        "corrosion, and Grace reviewed the corrosion findings with Ada.")
+
+
+class Harness:
+    def __init__(self, stores, **settings) -> None:
+        self.stores = stores
+        self.extractor = FakeExtractor()
+        self.writer = FakeWriter()
+        self.locks = KeyedLocks()
+        self.settings = GraphSyncSettings(**{"poll_interval_s": 0.05, "backoff_initial_s": 0.2,
+                                             "backoff_max_s": 1.0, **settings})
+        self.worker = GraphSyncWorker(stores.outbox, stores.metadata,
+                                      GraphFeed(self.extractor, self.writer, self.settings), self.locks, self.settings)
+
+
+@pytest.fixture
+def harness(stores):
+    return Harness(stores)
+
+
+def test_retry_policy_doubles_up_to_its_cap() -> None:
+    policy = RetryPolicy(initial_s=2, max_s=30)
+    assert [policy.delay_s(n) for n in range(1, 7)] == [2, 4, 8, 16, 30, 30]
+    assert policy.delay_s(10_000) == 30
+
+
+async def test_worker_syncs_a_document_in_its_tenant_and_marks_it_synced(harness) -> None:
+    harness.stores.add_ready("acme", "doc", TEXT, title="Turbines")
+    harness.stores.outbox.enqueue_upsert("acme", "doc")
+
+    assert await harness.worker.run_once() is True
+
+    [upsert] = harness.writer.upserts
+    assert upsert["tenant"] == "acme" and upsert["document_id"] == "doc" and upsert["title"] == "Turbines"
+    assert upsert["file_type"] == "markdown"
+    assert upsert["topics"][:2] == [("corrosion", 1.0), ("turbine", 0.95)] and len(upsert["topics"]) == 10
+    assert ("Ada", "PERSON", 2) in upsert["entities"] and ("Grace", "PERSON", 1) in upsert["entities"]
+    assert set(harness.extractor.tenants) == {"acme"}
+    assert harness.stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.SYNCED
+    assert harness.stores.outbox.entries() == []
+    assert await harness.worker.run_once() is False
+
+
+async def test_graph_outage_keeps_the_entry_pending_with_backoff_and_reuses_the_facts(harness) -> None:
+    harness.stores.add_ready("acme", "doc", TEXT)
+    harness.stores.outbox.enqueue_upsert("acme", "doc")
+    harness.writer.failure = GRAPH_DOWN
+
+    for attempt, delay in ((1, 0.2), (2, 0.4), (3, 0.8), (4, 1.0)):
+        started = time.time()
+        assert await harness.worker.run_once() is True
+        entry = harness.stores.outbox.get("acme", "doc")
+        assert entry.attempts == attempt and entry.last_error.startswith("UNAVAILABLE: graph")
+        assert started + delay - 0.05 <= entry.next_attempt_time <= time.time() + delay + 0.05
+        assert await harness.worker.run_once() is False  # not due yet
+        await asyncio.sleep(delay + 0.02)
+    assert harness.stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.PENDING
+
+    harness.writer.failure = None
+    assert await harness.worker.run_once() is True
+    assert harness.stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.SYNCED
+    # NLP ran once: the facts it found before the outage were kept for the retries.
+    assert [kind for kind, _ in harness.extractor.calls] == ["topics", "entities"]
+    assert len(harness.writer.upserts) == 1
+
+
+async def test_nlp_outage_is_retried_too(harness) -> None:
+    harness.stores.add_ready("acme", "doc", TEXT)
+    harness.stores.outbox.enqueue_upsert("acme", "doc")
+    harness.extractor.failure = DeadlineExceeded("nlp: deadline exceeded")
+    await harness.worker.run_once()
+    entry = harness.stores.outbox.get("acme", "doc")
+    assert entry.attempts == 1 and entry.facts is None and "DEADLINE_EXCEEDED" in entry.last_error
+    assert harness.writer.upserts == []
+
+
+async def test_delete_removes_the_document_from_the_graph(harness) -> None:
+    harness.stores.outbox.enqueue_upsert("acme", "doc")
+    harness.stores.outbox.enqueue_delete("acme", "doc")  # the document is gone from the metadata store
+    await harness.worker.run_once()
+    assert harness.writer.deletes == [("acme", "doc")] and harness.writer.upserts == []
+    assert harness.stores.outbox.entries() == []
+
+
+async def test_a_delete_whose_document_survived_becomes_a_resync(harness) -> None:
+    harness.stores.add_ready("acme", "doc", TEXT, graph_sync=GraphSyncState.SYNCED)
+    harness.stores.outbox.enqueue_delete("acme", "doc")  # crashed before removing the document
+    await harness.worker.run_once()
+    assert harness.writer.deletes == []
+    [entry] = harness.stores.outbox.entries()
+    assert entry.operation is Operation.UPSERT
+
+
+async def test_busy_documents_are_deferred_not_raced(harness) -> None:
+    harness.stores.add_ready("acme", "doc", TEXT)
+    harness.stores.outbox.enqueue_upsert("acme", "doc")
+    async with harness.locks.hold("doc"):  # a re-index or delete in progress
+        await harness.worker.run_once()
+    entry = harness.stores.outbox.get("acme", "doc")
+    assert entry.attempts == 0 and entry.next_attempt_time > time.time()
+    assert harness.extractor.calls == [] and harness.writer.upserts == []
+
+
+async def test_a_failed_document_leaves_the_graph(harness) -> None:
+    harness.stores.add_ready("acme", "doc", TEXT)
+    harness.stores.metadata.update_document("doc", status=DocumentStatus.FAILED)
+    harness.stores.outbox.enqueue_upsert("acme", "doc")
+    await harness.worker.run_once()
+    assert harness.writer.deletes == [("acme", "doc")] and harness.stores.outbox.entries() == []
+
+
+async def test_an_empty_document_syncs_its_node_without_calling_nlp(harness) -> None:
+    harness.stores.add_ready("acme", "scan", "   ")
+    harness.stores.outbox.enqueue_upsert("acme", "scan")
+    await harness.worker.run_once()
+    assert harness.extractor.calls == []
+    assert harness.writer.upserts[0]["topics"] == [] and harness.writer.upserts[0]["entities"] == []
+    assert harness.stores.metadata.get_document("acme", "scan").graph_sync is GraphSyncState.SYNCED
+
+
+async def test_started_worker_drains_on_notify_and_resumes_after_a_restart(stores) -> None:
+    first = Harness(stores)
+    first.writer.failure = GRAPH_DOWN
+    stores.add_ready("acme", "a", TEXT)
+    stores.add_ready("acme", "b", TEXT + " Lovelace wrote more.")  # PENDING, never queued: reconciled
+    stores.outbox.enqueue_upsert("acme", "a")
+    await first.worker.start()
+    await _until(lambda: all(e.attempts >= 1 for e in stores.outbox.entries()) and len(stores.outbox.entries()) == 2)
+    await first.worker.stop()
+
+    stores.reopen()  # a restart of the service: the pending entries are still there
+    second = Harness(stores)
+    await second.worker.start()
+    try:
+        await _until(lambda: not stores.outbox.entries())
+        assert {u["document_id"] for u in second.writer.upserts} == {"a", "b"}
+        stores.add_ready("acme", "c", TEXT)
+        stores.outbox.enqueue_upsert("acme", "c")
+        second.worker.notify()
+        await _until(lambda: stores.metadata.get_document("acme", "c").graph_sync is GraphSyncState.SYNCED)
+    finally:
+        await second.worker.stop()
+    assert all(stores.metadata.get_document("acme", d).graph_sync is GraphSyncState.SYNCED for d in "abc")
+
+
+async def _until(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.02)
