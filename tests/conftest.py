@@ -20,7 +20,8 @@ def mesh(tmp_path_factory):
     from services.launcher.mesh import Mesh
 
     root = tmp_path_factory.mktemp("mesh")
-    extra = {"DOCUTHINKER_SHUTDOWN_GRACE_S": "2"}
+    extra = {"DOCUTHINKER_SHUTDOWN_GRACE_S": "2", "DOCUTHINKER_RAG_GRAPH_POLL_INTERVAL_S": "0.5",
+             "DOCUTHINKER_RAG_GRAPH_BACKOFF_INITIAL_S": "0.5", "DOCUTHINKER_RAG_GRAPH_BACKOFF_MAX_S": "2"}
     with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True, extra_env=extra) as running:
         yield running
 

@@ -25,6 +25,7 @@ MODULES = [
     "services.providers.settings",
     "services.rag.settings",
     "services.rag.answer_settings",
+    "services.rag.graph_settings",
     "services.nlp.settings",
     "services.graph.settings",
     "services.orchestrator.settings",
