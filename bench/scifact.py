@@ -92,15 +92,15 @@ def sweep_configs(weights: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 0.7)) -> dict:
     return configs
 
 
-def run(quick: bool, sweep: bool = False) -> dict:
+def run(quick: bool, sweep: bool = False, sweep_weights: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 0.7)) -> dict:
     corpus_all, queries_all, qrels = load()
     corpus_texts, queries = sample(corpus_all, queries_all, qrels, quick)
-    encoder = DiskCachedEncoder()
+    encoder = DiskCachedEncoder("scifact")
     bench = BenchCorpus(encoder)
     try:
         bench.add(corpus_texts.items())
         encoder.encode(list(queries.values()))  # query vectors cached once for every method
-        configs = {**FUSIONS, **(sweep_configs() if sweep else {})}
+        configs = {**FUSIONS, **(sweep_configs(sweep_weights) if sweep else {})}
         methods = evaluate(bench, queries, qrels, configs, encoder)
         encoder.save()
         default = RetrievalConfig()
