@@ -35,7 +35,7 @@ class GraphSyncSettings(BaseSettings):
     """Characters of a document sent to NLP; keep <= DOCUTHINKER_NLP_MAX_TEXT_CHARS (longer text is cut)."""
     max_topics: int = Field(default=10, ge=1, le=50)
     """Topics (keyphrases) per document, each a weighted COVERS edge."""
-    max_entities: int = Field(default=200, ge=0)
+    max_entities: int = Field(default=200, ge=0, le=5000)
     """Entities per document (most mentioned first), each a MENTIONS edge."""
     entity_labels: tuple[str, ...] = DEFAULT_ENTITY_LABELS
     """spaCy entity labels that become graph entities (JSON list); empty keeps every label."""

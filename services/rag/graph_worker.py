@@ -28,6 +28,9 @@ from services.runtime.errors import DomainError
 
 log = logging.getLogger("docuthinker.rag.graph")
 
+RECONCILE_EVERY_S = 60.0
+"""How often an idle worker looks for PENDING documents without an entry (a failed enqueue)."""
+
 
 class DocumentSource(Protocol):
     """The metadata store's reads the worker needs (``MetadataStore`` satisfies it)."""
@@ -70,13 +73,14 @@ class GraphSyncWorker:
         self._retry = RetryPolicy(settings.backoff_initial_s, settings.backoff_max_s)
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._reconciled_at = 0.0
 
     def notify(self) -> None:
         """New work was queued: look at the outbox now rather than at the next poll."""
         self._wake.set()
 
     async def start(self) -> None:
-        queued = await asyncio.to_thread(self._outbox.reconcile)
+        queued = await self._reconcile()
         pending = len(await asyncio.to_thread(self._outbox.entries))
         log.info("graph sync worker started", extra={"fields": {"pending": pending, "requeued": queued}})
         self._task = asyncio.get_running_loop().create_task(self._run(), name="graph-sync-worker")
@@ -102,7 +106,16 @@ class GraphSyncWorker:
                 log.exception("graph sync worker loop failed; retrying")
                 await asyncio.sleep(self._poll_s)
 
+    async def _reconcile(self) -> int:
+        self._reconciled_at = time.monotonic()
+        queued = await asyncio.to_thread(self._outbox.reconcile)
+        if queued:
+            log.warning("queued documents the outbox had missed", extra={"fields": {"documents": queued}})
+        return queued
+
     async def _sleep_until_due(self) -> None:
+        if time.monotonic() - self._reconciled_at >= RECONCILE_EVERY_S:
+            await self._reconcile()
         due = await asyncio.to_thread(self._outbox.next_attempt_time)
         delay = self._poll_s if due is None else min(self._poll_s, max(0.0, due - time.time()))
         try:

@@ -72,8 +72,8 @@ async def test_graph_outage_keeps_the_entry_pending_with_backoff_and_reuses_the_
         entry = harness.stores.outbox.get("acme", "doc")
         assert entry.attempts == attempt and entry.last_error.startswith("UNAVAILABLE: graph")
         assert started + delay - 0.05 <= entry.next_attempt_time <= time.time() + delay + 0.05
-        assert await harness.worker.run_once() is False  # not due yet
-        await asyncio.sleep(delay + 0.02)
+        assert harness.stores.outbox.next_due(now=entry.next_attempt_time - 0.01) is None  # not due before
+        await asyncio.sleep(max(0.0, entry.next_attempt_time - time.time()) + 0.01)
     assert harness.stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.PENDING
 
     harness.writer.failure = None
@@ -169,3 +169,14 @@ async def _until(condition, timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(0.02)
+
+
+async def test_a_running_worker_picks_up_documents_whose_enqueue_was_lost(stores, monkeypatch) -> None:
+    monkeypatch.setattr("services.rag.graph_worker.RECONCILE_EVERY_S", 0.2)
+    harness = Harness(stores)
+    await harness.worker.start()
+    try:
+        stores.add_ready("acme", "lost", TEXT)  # READY and PENDING, but its enqueue failed
+        await _until(lambda: stores.metadata.get_document("acme", "lost").graph_sync is GraphSyncState.SYNCED)
+    finally:
+        await harness.worker.stop()
