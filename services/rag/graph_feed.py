@@ -130,10 +130,13 @@ class GraphFeed:
         text = document_text(sections, self._settings.max_text_chars)
         if not text:  # e.g. a scan without a text layer: the document node alone
             return DocumentFacts()
+        # One after the other: both are CPU-heavy on the NLP service, which other callers share.
         with tenant_context(tenant, self._settings.call_timeout_s):
-            # One after the other: both are CPU-heavy on the NLP service, which other callers share.
             topics = await self._extractor.topics(text, self._settings.max_topics)
-            entities = await self._extractor.entities(text, self._settings.entity_labels)
+        entities: Sequence[Entity] = ()
+        if self._settings.max_entities:
+            with tenant_context(tenant, self._settings.call_timeout_s):
+                entities = await self._extractor.entities(text, self._settings.entity_labels)
         return DocumentFacts(graph_topics(topics, self._settings.max_topics),
                              graph_entities(entities, self._settings.max_entities))
 
