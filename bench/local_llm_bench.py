@@ -51,7 +51,7 @@ _LOAD_PROBE = """
 import json, os, time
 from services.providers.local_model import LocalModel, LocalModelConfig, _sha256, gguf_path
 started = time.perf_counter(); _sha256(gguf_path()); hashed = time.perf_counter() - started
-started = time.perf_counter(); LocalModel(LocalModelConfig(n_ctx={n_ctx}, n_threads={threads}))
+started = time.perf_counter(); model = LocalModel(LocalModelConfig(n_ctx={n_ctx}, n_threads={threads}))
 total = time.perf_counter() - started
 print(json.dumps({{"hash": hashed, "load": total - hashed}}), flush=True)
 os._exit(0)  # no teardown: see measure_loads

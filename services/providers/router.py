@@ -16,8 +16,8 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from contextlib import aclosing
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import aclosing
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -114,20 +114,23 @@ class Router:
 
     # -- calls ---------------------------------------------------------------------------------
 
-    def _deadline(self, request: GenerationRequest) -> float:
-        limits = [self._settings.provider_timeout_s]
-        if request.timeout_s is not None:
-            limits.append(request.timeout_s)
+    def _deadline(self, request: GenerationRequest) -> float | None:
+        """When the whole call (every attempt) must be over: the request's or the RPC's limit."""
+        limits = [] if request.timeout_s is None else [request.timeout_s]
         ctx = request_context.current()
         if ctx is not None and (remaining := ctx.time_remaining()) is not None:
             limits.append(remaining)
-        return time.monotonic() + min(limits)
+        return time.monotonic() + min(limits) if limits else None
 
-    def _attempt_request(self, request: GenerationRequest, deadline: float, task: str) -> GenerationRequest:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise DeadlineExceeded(f"no time left for task {task!r}", metadata={"task": task})
-        return replace(request, timeout_s=remaining)
+    def _attempt_request(self, request: GenerationRequest, deadline: float | None, task: str) -> GenerationRequest:
+        """One attempt gets ``provider_timeout_s`` at most, and never more than is left."""
+        timeout = self._settings.provider_timeout_s
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise DeadlineExceeded(f"no time left for task {task!r}", metadata={"task": task})
+            timeout = min(timeout, remaining)
+        return replace(request, timeout_s=timeout)
 
     async def generate(self, task: str, request: GenerationRequest) -> GenerationResult:
         deadline = self._deadline(request)

@@ -35,7 +35,8 @@ class ProviderSettings(BaseSettings):
     prices_file: pathlib.Path | None = None
     """JSON or TOML file overriding/adding model prices and context windows (see pricing.py)."""
     provider_timeout_s: float = Field(default=60.0, gt=0)
-    """Deadline of one provider call when neither the request nor the RPC sets a shorter one."""
+    """Deadline of one provider attempt; the request's timeout and the RPC's deadline bound all
+    attempts together (failover included)."""
 
     anthropic_model: str = "claude-sonnet-4-20250514"
     openai_model: str = "gpt-4o-mini"

@@ -220,6 +220,23 @@ async def test_the_rpc_deadline_bounds_all_attempts_together(vendors):
     assert o.requests == [] and g.requests == []  # no time was left for them
 
 
+async def test_a_hung_provider_gets_one_attempt_timeout_then_the_next_answers(vendors):
+    a, o, _g, _router, _records = vendors
+    router = Router({n: _router.provider(n) for n in ("anthropic", "openai")},
+                    ProviderSettings(provider_order="anthropic,openai", provider_timeout_s=1.5))
+    records: list[CallRecord] = []
+    router.add_listener(records.append)
+    o.json(openai_completion({"content": "warm"}))
+    await router.provider("openai").generate(QUESTION)  # pays the SDK's first-call setup
+    a.stall(5.0)
+    o.json(openai_completion({"content": "Still here."}))
+    started = time.monotonic()
+    result = await router.generate("chat", QUESTION)  # no request or RPC deadline at all
+    assert (result.provider, result.text) == ("openai", "Still here.")
+    assert 1.4 < time.monotonic() - started < 3.5
+    assert [(r.provider, r.error.kind if r.error else None) for r in records] == [("anthropic", "timeout"), ("openai", None)]
+
+
 async def test_gemini_serves_when_it_is_the_only_one_left(vendors):
     a, o, g, router, records = vendors
     a.json(anthropic_error("api_error", "down"), status=500)
