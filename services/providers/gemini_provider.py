@@ -77,7 +77,9 @@ class GeminiProvider:
         model = request.model or self.model
         try:
             response = await deadline.run(
-                self._client.aio.models.generate_content(model=model, contents=_contents(request), config=self._config(request))
+                self._client.aio.models.generate_content(
+                    model=model, contents=_contents(request), config=self._config(request)
+                )
             )
             content = _blocks(response)
             return self._result(content, response.usage_metadata, response, model)
@@ -211,7 +213,9 @@ def _contents(request: GenerationRequest) -> list[types.Content]:
                 parts.append(
                     types.Part(
                         function_response=types.FunctionResponse(
-                            id=block.tool_use_id, name=names.get(block.tool_use_id, "tool"), response={key: block.content}
+                            id=block.tool_use_id,
+                            name=names.get(block.tool_use_id, "tool"),
+                            response={key: block.content},
                         )
                     )
                 )
@@ -236,7 +240,8 @@ def _classify(exc: BaseException) -> ProviderError:
     if isinstance(exc, genai_errors.APIError):
         headers = getattr(getattr(exc, "response", None), "headers", None)
         retry_after = retry_after_from_headers(dict(headers) if headers else None) or _retry_delay(exc.details)
-        return classify_status(NAME, int(exc.code or 0), str(exc.message or exc), retry_after_s=retry_after, code=exc.status)
+        message = str(exc.message or exc)
+        return classify_status(NAME, int(exc.code or 0), message, retry_after_s=retry_after, code=exc.status)
     if isinstance(exc, OSError) or type(exc).__module__.split(".")[0] in ("aiohttp", "httpx", "httpx2"):
         return connection_error(NAME, f"{type(exc).__name__}: {exc}")
     return bad_response(NAME, f"{type(exc).__name__}: {exc}")

@@ -142,7 +142,9 @@ class OpenAIProvider:
             }
         return params
 
-    def _result(self, content: list[ContentBlock], usage: Any, model: str | None, finish: str | None) -> GenerationResult:
+    def _result(
+        self, content: list[ContentBlock], usage: Any, model: str | None, finish: str | None
+    ) -> GenerationResult:
         if usage is None:
             raise bad_response(NAME, "no usage in the completion")
         details = getattr(usage, "prompt_tokens_details", None)

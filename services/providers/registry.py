@@ -47,7 +47,11 @@ def build_providers(settings: ProviderSettings, prices: PriceTable) -> dict[str,
 
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else _NO_KEY
         providers["openai"] = OpenAIProvider(
-            api_key=key, model=settings.openai_model, prices=prices, base_url=settings.openai_base_url, timeout_s=timeout
+            api_key=key,
+            model=settings.openai_model,
+            prices=prices,
+            base_url=settings.openai_base_url,
+            timeout_s=timeout,
         )
     if settings.gemini_api_key is not None:
         from services.providers.gemini_provider import GeminiProvider

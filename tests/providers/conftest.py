@@ -56,7 +56,8 @@ class VendorServer:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        self.requests.append(Received(request.method, request.path, dict(request.query), {k.lower(): v for k, v in request.headers.items()}, body))
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        self.requests.append(Received(request.method, request.path, dict(request.query), headers, body))
         if not self._replies:
             return web.json_response({"error": {"message": "no scripted reply"}}, status=599)
         return await self._replies.pop(0)(request)

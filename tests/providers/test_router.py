@@ -195,7 +195,8 @@ async def test_a_stream_that_fails_after_output_does_not_fail_over(vendors):
     a.json(anthropic_message([{"type": "text", "text": "warm"}]))
     await router.generate("chat", QUESTION)  # pays the SDK's first-call setup
     usage = anthropic_usage(5, 1)
-    a.sse(anthropic_stream([({"type": "text", "text": ""}, [{"type": "text_delta", "text": "partial"}])], "end_turn", usage, 3), delay_s=0.4)
+    block = ({"type": "text", "text": ""}, [{"type": "text_delta", "text": "partial"}])
+    a.sse(anthropic_stream([block], "end_turn", usage, 3), delay_s=0.4)
     seen = []
     with pytest.raises(DeadlineExceeded):
         async for event in router.stream("chat", GenerationRequest(messages=[Message("user", "q")], timeout_s=1.5)):
@@ -242,7 +243,8 @@ async def test_gemini_serves_when_it_is_the_only_one_left(vendors):
     a.json(anthropic_error("api_error", "down"), status=500)
     o.json({"error": {"message": "down"}}, status=502)
     g.json(gemini_response([{"text": "Gemini here."}], tokens=gemini_usage(10, 3)))
-    result = await router.generate("summarize", GenerationRequest(system=[TextBlock("sys", cacheable=True)], messages=QUESTION.messages))
+    request = GenerationRequest(system=[TextBlock("sys", cacheable=True)], messages=QUESTION.messages)
+    result = await router.generate("summarize", request)
     assert (result.provider, result.text) == ("gemini", "Gemini here.")
     assert [r.provider for r in records] == ["anthropic", "openai", "gemini"]
 
