@@ -98,8 +98,9 @@ def to_domain_error(task: str, errors: Sequence[ProviderError]) -> DomainError:
     last = errors[-1]
     tried = ",".join(e.provider for e in errors)
     metadata = {"task": task, "providers": tried, "kind": last.kind}
-    if last.retry_after_s is not None:
-        metadata["retry_after_s"] = f"{last.retry_after_s:g}"
+    waits = [e.retry_after_s for e in errors if e.retry_after_s is not None]
+    if waits:
+        metadata["retry_after_s"] = f"{min(waits):g}"  # the soonest any provider may answer again
     summary = "; ".join(f"{e.provider}: {e.kind}" for e in errors)
     message = f"task {task!r} failed on every provider tried ({summary}): {last.message}"
     error: DomainError
