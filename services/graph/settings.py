@@ -44,7 +44,9 @@ class Neo4jSettings(BaseSettings):
     uri: str = "bolt://127.0.0.1:7687"
     """Bolt URI (bolt://, neo4j://, bolt+s://, neo4j+s://)."""
     user: str = "neo4j"
+    """Bolt user name."""
     password: SecretStr = SecretStr("")
+    """Bolt password (kept secret in logs and dumps)."""
     tenancy: Literal["database", "shared"] = "database"
     """``database``: one database per tenant (user Cypher allowed); ``shared``: one database, tenant property only
     (user Cypher refused: a shared database cannot confine arbitrary Cypher to one tenant)."""
@@ -60,6 +62,7 @@ class Neo4jSettings(BaseSettings):
     connect_timeout_s: float = Field(default=5.0, gt=0)
     """TCP/Bolt connection timeout; an unreachable server becomes UNAVAILABLE after this."""
     max_pool_size: int = Field(default=32, ge=1)
+    """Most Bolt connections the driver keeps open."""
 
 
 @lru_cache(maxsize=1)

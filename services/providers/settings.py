@@ -39,8 +39,11 @@ class ProviderSettings(BaseSettings):
     attempts together (failover included)."""
 
     anthropic_model: str = "claude-sonnet-4-20250514"
+    """Model used when Anthropic serves a task."""
     openai_model: str = "gpt-4o-mini"
+    """Model used when OpenAI (or the OpenAI-compatible server) serves a task."""
     gemini_model: str = "gemini-2.5-flash"
+    """Model used when Gemini serves a task."""
     local_n_ctx: int = Field(default=8192, ge=512)
     """Context size given to the local model (SmolLM2 was trained with 8192)."""
     local_threads: int = Field(default=1, ge=1)
@@ -48,14 +51,19 @@ class ProviderSettings(BaseSettings):
     local_model.LocalModelConfig.n_threads)."""
 
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
+    """Enables the Anthropic provider (official ``anthropic`` SDK)."""
     anthropic_base_url: str | None = Field(default=None, validation_alias="ANTHROPIC_BASE_URL")
+    """Overrides the Anthropic API endpoint (proxies, tests)."""
     openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")
+    """Enables the OpenAI provider (official ``openai`` SDK)."""
     openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
     """Any OpenAI-compatible server (vLLM, Ollama, llama.cpp) when set."""
     gemini_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("GOOGLE_API_KEY", "GEMINI_API_KEY")
     )
+    """Enables the Gemini provider (official ``google-genai`` SDK)."""
     gemini_base_url: str | None = Field(default=None, validation_alias="GOOGLE_GEMINI_BASE_URL")
+    """Overrides the Gemini API endpoint (proxies, tests)."""
 
     def order(self) -> tuple[str, ...]:
         return _names(self.provider_order)
