@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 import zipfile
 
 import httpx
@@ -125,6 +126,14 @@ def _search(client, query: str, fusion: str) -> list[dict]:
     return reply.json().get("results", [])
 
 
+def _wait_until_routed(client, timeout_s: float = 30.0) -> None:
+    """Envoy health-checks rag every 2 s; after a restart it routes again once a check passes."""
+    deadline = time.monotonic() + timeout_s
+    while client.get("/v1/documents", headers=TENANT).status_code != 200:
+        assert time.monotonic() < deadline, "Envoy never routed to the restarted rag service"
+        time.sleep(0.5)
+
+
 def test_delete_removes_the_chunks_from_every_index(client, mesh) -> None:
     document = sse_events(upload(client, "lighthouse.txt", ORPHAN, "text/plain").text)[-1]["done"]["document"]
     doc_id = document["document_id"]
@@ -144,6 +153,7 @@ def test_delete_removes_the_chunks_from_every_index(client, mesh) -> None:
     # After a restart FAISS is rebuilt from Chroma and BM25 loaded from disk: still nothing of it.
     mesh.stop_service("rag")
     mesh.start_service("rag")
+    _wait_until_routed(client)
     for fusion in ("FUSION_METHOD_DENSE_ONLY", "FUSION_METHOD_KEYWORD_ONLY"):
         assert doc_id not in [h["provenance"]["document_id"] for h in _search(client, "quartz lighthouse", fusion)]
     assert any(h["provenance"]["filename"] == "guide.md"
