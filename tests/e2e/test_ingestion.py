@@ -134,7 +134,7 @@ def _wait_until_routed(client, timeout_s: float = 30.0) -> None:
         time.sleep(0.5)
 
 
-def test_delete_removes_the_chunks_from_every_index(client, mesh) -> None:
+def test_delete_removes_the_chunks_from_every_index(client, mesh, guide) -> None:
     document = sse_events(upload(client, "lighthouse.txt", ORPHAN, "text/plain").text)[-1]["done"]["document"]
     doc_id = document["document_id"]
     for fusion in ("FUSION_METHOD_DENSE_ONLY", "FUSION_METHOD_KEYWORD_ONLY"):
