@@ -1,0 +1,112 @@
+"""The three ways the serving benchmark calls retrieval (Search) and answers (Query).
+
+- ``inprocess``: the domain call the servicer makes (``AnswerService.search`` / ``.answer``),
+  built by the service's own ``build_answering`` over stores opened in this process;
+- ``grpc``: the rag service's port directly, one ``grpc.aio`` channel (HTTP/2 multiplexed);
+- ``rest``: Envoy's REST listener (gRPC-JSON transcoding), one pooled ``httpx.AsyncClient``.
+
+Each call checks its reply (retrieved chunks present; an abstention is a valid answer) so a
+fast failure is never timed as a fast success, and returns the ranked chunk ids for the
+agreement check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import grpc
+import httpx
+
+from docuthinker.rag.v1 import rag_service_pb2 as pb
+from docuthinker.rag.v1 import rag_service_pb2_grpc
+from services.rag.answers.answering import AnswerService
+
+WAYS = ("inprocess", "grpc", "rest")
+OPERATIONS = ("search", "query")
+TIMEOUT_S = 120.0
+
+Ids = list[str]
+CallFactory = Callable[[str, str], Callable[[str], Awaitable[Ids]]]
+"""(operation, tenant) -> call(text) -> ranked chunk ids."""
+
+
+class EmptyReply(RuntimeError):
+    """A reply without the results the benchmark corpus guarantees."""
+
+
+def _checked(ids: Ids, what: str) -> Ids:
+    if not ids:
+        raise EmptyReply(f"{what} returned no chunks")
+    return ids
+
+
+def inprocess(answers: AnswerService) -> CallFactory:
+    def factory(operation: str, tenant: str):
+        async def search(text: str) -> Ids:
+            hits = await answers.search(tenant, text, 0, [])
+            return _checked([h.chunk.chunk_id for h in hits], "search")
+
+        async def query(text: str) -> Ids:
+            answer = await answers.answer(tenant, text)
+            return _checked([c.chunk.chunk_id for c in answer.retrieved], "query")
+
+        return search if operation == "search" else query
+
+    return factory
+
+
+@dataclass
+class GrpcClient:
+    target: str
+
+    def __post_init__(self) -> None:
+        self._channel = grpc.aio.insecure_channel(self.target)
+        self._stub = rag_service_pb2_grpc.RagServiceStub(self._channel)
+
+    def factory(self, operation: str, tenant: str):
+        metadata = (("x-tenant-id", tenant),)
+
+        async def search(text: str) -> Ids:
+            reply = await self._stub.Search(pb.SearchRequest(query=text), metadata=metadata, timeout=TIMEOUT_S)
+            return _checked([r.chunk_id for r in reply.results], "search")
+
+        async def query(text: str) -> Ids:
+            reply = await self._stub.Query(pb.QueryRequest(question=text), metadata=metadata, timeout=TIMEOUT_S)
+            return _checked([c.chunk_id for c in reply.answer.retrieved_chunks], "query")
+
+        return search if operation == "search" else query
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
+@dataclass
+class RestClient:
+    base_url: str
+
+    def __post_init__(self) -> None:
+        limits = httpx.Limits(max_connections=128, max_keepalive_connections=128)
+        self._client = httpx.AsyncClient(base_url=self.base_url, timeout=TIMEOUT_S, limits=limits)
+
+    def factory(self, operation: str, tenant: str):
+        headers = {"x-tenant-id": tenant}
+
+        async def post(path: str, body: dict) -> dict:
+            reply = await self._client.post(path, json=body, headers=headers)
+            if reply.status_code != 200:
+                raise EmptyReply(f"HTTP {reply.status_code}: {reply.text[:200]}")
+            return reply.json()
+
+        async def search(text: str) -> Ids:
+            body = await post("/v1/search", {"query": text})
+            return _checked([r["chunk_id"] for r in body.get("results", [])], "search")
+
+        async def query(text: str) -> Ids:
+            answer = (await post("/v1/query", {"question": text})).get("answer", {})
+            return _checked([c["chunk_id"] for c in answer.get("retrieved_chunks", [])], "query")
+
+        return search if operation == "search" else query
+
+    async def close(self) -> None:
+        await self._client.aclose()
