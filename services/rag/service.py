@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from docuthinker.rag.v1 import rag_service_pb2, rag_service_pb2_grpc
+from services.rag.analysis.setup import build_analysis
 from services.rag.answer_setup import build_answering, graph_related
 from services.rag.graph_feed import GraphFeed, mesh_feed
 from services.rag.graph_link import GraphLink
@@ -63,8 +64,11 @@ class RagService:
             RagRuntime.open, self.settings.data_dir, self.rag, self.settings.max_upload_bytes, model, graph_sync
         )
         self.servicer.attach(self.runtime.pipeline, self.runtime.catalog)
-        self.servicer.attach_answers(*build_answering(
-            self.runtime.index, self.runtime.metadata, model, related_documents=graph_related(self.settings)))
+        answers, agents = build_answering(
+            self.runtime.index, self.runtime.metadata, model, related_documents=graph_related(self.settings))
+        self.servicer.attach_answers(answers, agents)
+        self.servicer.attach_analysis(
+            *build_analysis(self.runtime.pipeline, self.runtime.catalog, answers, self.settings))
         self.resume_task = asyncio.get_running_loop().create_task(
             self.runtime.pipeline.resume_unfinished(enabled=self.rag.resume_on_startup)
         )
@@ -75,6 +79,7 @@ class RagService:
         if self.resume_task is not None:
             self.resume_task.cancel()
             await asyncio.gather(self.resume_task, return_exceptions=True)
+        await self.servicer.close_analysis()
         if self.graph is not None:
             await self.graph.stop()  # before the stores close: the worker reads them
         if self.runtime is not None:

@@ -1,7 +1,7 @@
 """gRPC transport of the RAG service's documents API: protobuf <-> domain calls, nothing more.
 
-Retrieval and answer RPCs (Search, Query, agents, crew, analysis) are not implemented in this
-build: the generated base class raises NotImplementedError, reported as UNIMPLEMENTED.
+Retrieval, answers and the agent graph come from ``AnswerRpcs``; the crew and the analysis
+pipeline from ``AnalysisRpcs``.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from docuthinker.rag.v1 import rag_service_pb2 as pb
 from docuthinker.rag.v1 import rag_service_pb2_grpc as pb_grpc
 from services.rag import messages
+from services.rag.analysis.rpcs import AnalysisRpcs
 from services.rag.answer_rpcs import AnswerRpcs
 from services.rag.catalog import DocumentCatalog
 from services.rag.documents import IngestOutcome
@@ -20,7 +21,7 @@ from services.runtime.errors import FieldViolation, InvalidArgument, Unavailable
 from services.runtime.request_context import current_tenant
 
 
-class RagServicer(AnswerRpcs, pb_grpc.RagServiceServicer):
+class RagServicer(AnswerRpcs, AnalysisRpcs, pb_grpc.RagServiceServicer):
     def __init__(self, max_upload_bytes: int) -> None:
         self._max_upload_bytes = max_upload_bytes
         self._pipeline: IngestionPipeline | None = None
