@@ -26,6 +26,8 @@ MODULES = [
     "services.rag.settings",
     "services.rag.answer_settings",
     "services.rag.graph_settings",
+    "services.rag.crew.settings",
+    "services.rag.analysis.settings",
     "services.nlp.settings",
     "services.graph.settings",
     "services.orchestrator.settings",
