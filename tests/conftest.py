@@ -7,6 +7,12 @@ import pathlib
 
 import pytest
 
+# The graph tests (LadybugDB) and the local-model tests (llama.cpp via xllamacpp) share this pytest
+# process, and xllamacpp's module initialisation aborts with std::bad_alloc once a LadybugDB database
+# has been opened in the process (reproduced in isolation). Importing it first avoids that. The
+# services never meet this: the graph service, the only user of LadybugDB, is its own process.
+import xllamacpp  # noqa: F401  (must precede any LadybugDB database)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
