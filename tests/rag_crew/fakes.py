@@ -34,10 +34,11 @@ class FakeProvider:
     """Answers with ``reply(request)``; ``fail`` raises that error instead. Usage: 10 in, 5 out per call."""
 
     def __init__(self, name: str, reply: Reply | None = None, fail: ProviderError | None = None,
-                 model: str | None = None) -> None:
+                 model: str | None = None, stop_reason: str = "end_turn") -> None:
         self.name = name
         self.model = model or f"{name}-fake"
         self.context_window = 8192
+        self.stop_reason = stop_reason
         self._reply = reply or (lambda request: f"- Answer from {name} [1].")
         self._fail = fail
         self.requests: list[GenerationRequest] = []
@@ -46,7 +47,8 @@ class FakeProvider:
         self.requests.append(request)
         if self._fail is not None:
             raise self._fail
-        return GenerationResult([TextBlock(self._reply(request))], Usage(10, 5, cost_usd=0.001), self.name, self.model)
+        return GenerationResult([TextBlock(self._reply(request))], Usage(10, 5, cost_usd=0.001), self.name, self.model,
+                                stop_reason=self.stop_reason)
 
     async def stream(self, request: GenerationRequest):
         yield StreamEvent(final=await self.generate(request))

@@ -59,7 +59,8 @@ async def test_the_brief_quotes_and_cites_the_summary_sentences_in_the_document(
 async def test_a_paraphrased_summary_cites_the_supporting_sentence(answers):
     answer = await answers.brief("acme", "Summarize the document", "report",
                                  ["Corrosion was found on 14 blades during the 2024 inspections."])
-    assert [c.excerpt for c in answer.citations] == ["Inspections found corrosion on 14 blades in 2024, up from 6 in 2023."]
+    expected = "Inspections found corrosion on 14 blades in 2024, up from 6 in 2023."
+    assert [c.excerpt for c in answer.citations] == [expected]
 
 
 async def test_an_unplaceable_summary_falls_back_to_the_answer_engine(answers):

@@ -50,7 +50,8 @@ def role_of(request) -> str:
 
 async def test_offline_crew_runs_every_agent_on_the_local_model_with_evidence_in_each_prompt():
     looping = "- Corrosion was found on 14 blades [2].\n- Corrosion was found on 14 blades [2].\n- Corrosion"
-    local = FakeProvider("local", reply=lambda request: looping, model="SmolLM2-135M-Instruct")
+    local = FakeProvider("local", reply=lambda request: looping, model="SmolLM2-135M-Instruct",
+                         stop_reason="max_tokens")
     search, topics = FakeSearch(), FakeTopics()
 
     result = await runner({"local": local}, "anthropic,openai,gemini,local", search, topics).analyze(
@@ -68,8 +69,8 @@ async def test_offline_crew_runs_every_agent_on_the_local_model_with_evidence_in
         assert "Action Input" not in text and "[1] (p.1) The Lyon warehouse stores spare turbine blades" in text
         assert "Question: What are the risks?" in text
     assert "Main topics of the document: turbine blades, corrosion, technicians" in prompt_text(local.requests[0])
-    # The loop is collapsed; the fragment cut by the token cap is not (the fake reports end_turn).
-    assert result.tasks[0].output.count("Corrosion was found on 14 blades") == 1
+    # The loop is collapsed, the fragment the token cap cut off dropped, the cited passage quoted.
+    assert result.tasks[0].output == f"- Corrosion was found on 14 blades [2].\n\nSources:\n[2] {PASSAGES[1]}"
     assert result.final_output == result.tasks[-1].output
     assert result.usage.input_tokens == 30 and result.usage.output_tokens == 15
     assert result.usage.cost_usd == pytest.approx(0.003)
@@ -78,7 +79,9 @@ async def test_offline_crew_runs_every_agent_on_the_local_model_with_evidence_in
 
 
 async def test_each_agent_prefers_its_provider_and_falls_back_along_the_router_order():
-    answer = lambda name: (lambda request: f"Thought: done\nFinal Answer: - {name} says the blades corrode [2].")  # noqa: E731
+    def answer(name: str):
+        return lambda request: f"Thought: done\nFinal Answer: - {name} says the blades corrode [2]."
+
     openai = FakeProvider("openai", reply=answer("openai"))
     gemini = FakeProvider("gemini", reply=answer("gemini"))
     local = FakeProvider("local")
@@ -89,7 +92,8 @@ async def test_each_agent_prefers_its_provider_and_falls_back_along_the_router_o
 
     assert [t.provider for t in result.tasks] == ["openai", "gemini", "openai"]
     assert [t.model for t in result.tasks] == ["openai-fake", "gemini-fake", "openai-fake"]
-    assert result.tasks[1].output == "- gemini says the blades corrode [2]."
+    assert result.tasks[1].output == ("- gemini says the blades corrode [2].\n\nSources:\n"
+                                      f"[2] {PASSAGES[1]}")  # the cited passage, as the agent saw it
     assert local.requests == []
     assert {role_of(r) for r in openai.requests} == {"Document Analyst", "Insights Curator"}
 
@@ -102,7 +106,8 @@ async def test_a_capable_model_gets_the_tools_and_its_search_runs_on_the_documen
             return "Thought: ok\nFinal Answer: - Reviewed [1]."
         analyst_calls.append(prompt_text(request))
         if len(analyst_calls) == 1:
-            return 'Thought: I need the drone details.\nAction: document_search\nAction Input: {"query": "drone programme"}'
+            return ("Thought: I need the drone details.\nAction: document_search\n"
+                    'Action Input: {"query": "drone programme"}')
         return "Thought: I now know the final answer\nFinal Answer: - Drones halve inspection time from March 2025 [4]."
 
     openai = FakeProvider("openai", reply=analyst)
@@ -114,7 +119,7 @@ async def test_a_capable_model_gets_the_tools_and_its_search_runs_on_the_documen
     # The second call sees the tool's JSON answer ([{source, page, snippet}]) as its observation.
     assert len(analyst_calls) == 2 and json.dumps(PASSAGES[3])[1:-1] in analyst_calls[1]
     assert '"source": "report.txt", "page": 1' in analyst_calls[1]
-    assert result.tasks[0].output == "- Drones halve inspection time from March 2025 [4]."
+    assert result.tasks[0].output.startswith("- Drones halve inspection time from March 2025 [4].\n\nSources:\n[4] ")
     assert "document_search" in prompt_text(openai.requests[0])  # the tool is described to the model
     assert result.usage.output_tokens == 5 * len(openai.requests)
 

@@ -9,7 +9,8 @@ from services.providers.router import Router
 from services.providers.settings import ProviderSettings
 from services.rag.crew import CrewSettings
 from services.rag.crew.engines import agent_order, agent_router
-from services.rag.crew.evidence import clip
+from services.rag.crew.evidence import Snippet, clip
+from services.rag.crew.grounding import NO_ANSWER, UNSUPPORTED, with_sources
 from services.rag.crew.tidy import tidy
 
 from .fakes import FakeProvider
@@ -18,9 +19,31 @@ from .fakes import FakeProvider
 def test_tidy_collapses_the_small_models_loops_and_drops_a_cut_off_fragment():
     raw = ("Final Answer: - Corrosion rose to 14 blades [2].\n- Corrosion rose to 14 blades [2].\n\n\n"
            "- Costs rose 12.5%. Costs rose 12.5%. Staff retire in 2025 [3].\n- The drone prog")
-    assert tidy(raw, truncated=True) == "- Corrosion rose to 14 blades [2].\n\n- Costs rose 12.5%. Staff retire in 2025 [3]."
+    expected = "- Corrosion rose to 14 blades [2].\n\n- Costs rose 12.5%. Staff retire in 2025 [3]."
+    assert tidy(raw, truncated=True) == expected
     assert tidy("- A list item without a stop\n- Another", truncated=False) == "- A list item without a stop\n- Another"
     assert tidy("Only a fragment without end", truncated=True) == "Only a fragment without end"
+
+
+def test_tidy_drops_the_prompt_the_model_echoes():
+    raw = "\"Current Task: Question: What are the risks?\nPassages from the document:\n[3] Staff retire in 2025."
+    assert tidy(raw) == "[3] Staff retire in 2025."
+
+
+PASSAGES = [Snippet("r.txt", 1, text, "d", f"c{i}") for i, text in enumerate((
+    "The Lyon warehouse stores spare turbine blades.",
+    "Inspections found corrosion on 14 turbine blades in 2024.",
+))]
+
+
+def test_sources_quote_what_an_answer_cites_or_restates():
+    assert with_sources("[2]", PASSAGES) == f"[2]\n\nSources:\n[2] {PASSAGES[1].snippet}"
+    restated = "- Corrosion was found on 14 turbine blades during inspections."
+    assert with_sources(restated, PASSAGES) == f"{restated}\n\nSources:\n[2] {PASSAGES[1].snippet}"
+    quoted = f"[1] {PASSAGES[0].snippet}"
+    assert with_sources(quoted, PASSAGES) == quoted  # already quoted verbatim: nothing to add
+    assert with_sources("Bananas are yellow [7].", PASSAGES) == f"Bananas are yellow [7].\n\n{UNSUPPORTED}"
+    assert with_sources("", PASSAGES).startswith(f"{NO_ANSWER}\n\nSources:\n[1] ")
 
 
 def test_clip_cuts_at_a_word_boundary():

@@ -5,8 +5,10 @@
    document's own passages even when the model cannot call tools (the offline model).
 2. The crew runs in a worker thread (``kickoff.run_crew``); each agent's LLM calls go to the
    server's loop through the router, its preferred provider first (``engines``).
-3. Each task reports its agent, the provider and model that produced its final answer, the
-   tools that ran for it, and its usage; the crew's usage is the sum over every call.
+3. Each answer is tidied (the local model loops and echoes its prompt) and followed by the
+   passages it cites (``grounding``); each task reports its agent, the provider and model that
+   produced its final answer, the tools that ran for it, and its usage; the crew's usage is
+   the sum over every call.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from services.providers.router import Router, get_router
 from services.providers.settings import ProviderSettings, provider_settings
 from services.rag.crew.engines import TASK, agent_router
 from services.rag.crew.evidence import EvidenceSearch, Snippet, Topic, TopicSource, evidence_lines
+from services.rag.crew.grounding import with_sources
 from services.rag.crew.plan import AgentRun, CrewPlan, Member
 from services.rag.crew.roles import ANALYST, CROSS_REFERENCER, CURATOR, ROLES, task_description
 from services.rag.crew.scope import ToolLog, ToolScope
@@ -139,7 +142,7 @@ class CrewRunner:
         plan = CrewPlan(self._members(question, evidence), scope, asyncio.get_running_loop(),
                         self.settings.max_iter, self.settings.max_tokens, self.settings.temperature)
         runs = await asyncio.to_thread(self._kickoff, plan)
-        tasks = tuple(_task_result(run, scope.log) for run in runs)
+        tasks = tuple(_task_result(run, scope.log, evidence[run.role.key][1]) for run in runs)
         usage = sum((t.usage for t in tasks), Usage())
         duration = time.monotonic() - started
         log.info("crew finished", extra={"fields": {
@@ -148,9 +151,10 @@ class CrewRunner:
         return CrewResult(record.document_id, tasks, tasks[-1].output if tasks else "", usage, duration)
 
 
-def _task_result(run: AgentRun, tools: ToolLog) -> CrewTaskResult:
+def _task_result(run: AgentRun, tools: ToolLog, passages: Sequence[Snippet]) -> CrewTaskResult:
     final = run.results[-1] if run.results else None
-    output = tidy(run.raw, truncated=final is not None and final.stop_reason == "max_tokens") or run.raw.strip()
+    text = tidy(run.raw, truncated=final is not None and final.stop_reason == "max_tokens")
+    output = with_sources(text, passages)
     return CrewTaskResult(
         agent=run.role.agent,
         role=run.role.name,

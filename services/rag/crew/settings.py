@@ -27,7 +27,7 @@ class CrewSettings(BaseSettings):
     """Provider the Insights Curator prefers (the seed's: Anthropic Claude)."""
     max_iter: int = Field(default=1, ge=1, le=5)
     """CrewAI iterations per agent (each may be one LLM call); 1 keeps a crew run to three calls."""
-    max_tokens: int = Field(default=200, ge=32, le=4096)
+    max_tokens: int = Field(default=160, ge=32, le=4096)
     """Output token cap of each agent's answer (the local model writes ~20-80 tokens/s)."""
     temperature: float = Field(default=0.2, ge=0, le=2)
     """Sampling temperature of the agents (the seed used 0.15-0.2)."""
