@@ -1,7 +1,7 @@
 """Runs every benchmark and writes one JSON, a Markdown report and PNG plots (``make bench`` / ``bench-quick``).
 
-Each benchmark of ``bench.suite`` runs in its own process (``python -m bench.run --child``),
-with a time limit; the child points the benchmark's RESULTS directory at a scratch folder, so
+Each benchmark of ``bench.suite`` runs in its own process (``python -m bench.run --child
+MODULE``), with a time limit; the child points the benchmark's RESULTS directory at a scratch folder, so
 a combined run never overwrites the per-benchmark result files their owners commit, and
 hands its JSON back. A benchmark that fails or times out is recorded as failed (with the end
 of its log), the others still run, and the exit code is 1. Logs: logs/bench/<stamp>/<name>.log.
@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 
 from bench.suite import SUITE, Benchmark, by_name
 
@@ -38,22 +39,21 @@ LOG_TAIL_LINES = 25
 
 
 # -- child side ------------------------------------------------------------------------
-def run_child(name: str, quick: bool, scratch: pathlib.Path, out: pathlib.Path) -> None:
-    bench = by_name()[name]
-    for target, value in bench.overrides(quick).items():
-        module_name, attribute = target.rsplit(".", 1)
-        module = importlib.import_module(module_name)
+def run_child(module_name: str, argv: list[str], overrides: dict, out: pathlib.Path, scratch: pathlib.Path) -> None:
+    """Runs one benchmark's ``main()`` with ``argv``; copies the JSON it wrote to ``out``."""
+    for target, value in overrides.items():
+        owner, attribute = target.rsplit(".", 1)
+        module = importlib.import_module(owner)
         getattr(module, attribute)  # a renamed constant must fail here, not be ignored
         setattr(module, attribute, value)
-    module = importlib.import_module(bench.module)
-    results = scratch / f"results-{name}"
-    results.mkdir(parents=True, exist_ok=True)
+    module = importlib.import_module(module_name)
+    results = pathlib.Path(tempfile.mkdtemp(prefix="results-", dir=scratch))
     module.RESULTS = results
-    sys.argv = [bench.module, *bench.args(quick, scratch)]
+    sys.argv = [module_name, *argv]
     module.main()
     written = sorted(results.glob("*.json"), key=lambda p: p.stat().st_mtime)
     if not written:
-        raise SystemExit(f"{name} wrote no JSON result")
+        raise SystemExit(f"{module_name} wrote no JSON result")
     shutil.copyfile(written[-1], out)
 
 
@@ -66,6 +66,10 @@ def _tail(path: pathlib.Path) -> list[str]:
     return [ln for ln in lines if "Loading weights" not in ln][-LOG_TAIL_LINES:]
 
 
+def _shown(path: pathlib.Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def _children_cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -74,11 +78,12 @@ def _children_cpu_s() -> float:
 def run_one(bench: Benchmark, quick: bool, scratch: pathlib.Path, log_dir: pathlib.Path) -> dict:
     out = scratch / f"{bench.name}.json"
     log = log_dir / f"{bench.name}.log"
-    argv = [sys.executable, "-m", "bench.run", "--child", bench.name, "--scratch", str(scratch), "--out", str(out),
-            "--quick" if quick else "--full"]
-    entry: dict = {"module": bench.module, "what": bench.what, "args": bench.args(quick, scratch),
-                   "overrides": dict(bench.overrides(quick)), "timeout_s": bench.timeout_s(quick),
-                   "log": str(log.relative_to(ROOT))}
+    args, overrides = bench.args(quick, scratch), dict(bench.overrides(quick))
+    argv = [sys.executable, "-m", "bench.run", "--quick" if quick else "--full", "--child", bench.module,
+            "--child-args", json.dumps(args), "--child-overrides", json.dumps(overrides),
+            "--scratch", str(scratch), "--out", str(out)]
+    entry: dict = {"module": bench.module, "what": bench.what, "args": args, "overrides": overrides,
+                   "timeout_s": bench.timeout_s(quick), "log": _shown(log)}
     cpu_before, started = _children_cpu_s(), time.perf_counter()
     print(f"[bench] {bench.name}: {bench.what} (limit {bench.timeout_s(quick)} s)", flush=True)
     with log.open("wb") as fh:
@@ -117,12 +122,14 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
-def run_suite(quick: bool, only: list[str] | None = None, results_dir: pathlib.Path = RESULTS) -> tuple[dict, int]:
+def run_suite(quick: bool, only: Sequence[str] = (), results_dir: pathlib.Path = RESULTS,
+              suite: Sequence[Benchmark] = SUITE, log_root: pathlib.Path = LOGS) -> tuple[dict, int]:
+    """Runs the selected benchmarks one after the other; returns the run and the exit code."""
     from bench.environment import describe
 
-    selected = [b for b in SUITE if not only or b.name in only]
+    selected = [b for b in suite if not only or b.name in only]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    log_dir = LOGS / stamp
+    log_dir = log_root / stamp
     log_dir.mkdir(parents=True, exist_ok=True)
     started = dt.datetime.now(dt.timezone.utc)
     clock = time.perf_counter()
@@ -164,11 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated benchmark names: " + ",".join(by_name()))
     parser.add_argument("--results-dir", type=pathlib.Path, default=RESULTS, help="where the outputs go")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--child-args", default="[]", help=argparse.SUPPRESS)
+    parser.add_argument("--child-overrides", default="{}", help=argparse.SUPPRESS)
     parser.add_argument("--scratch", type=pathlib.Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=pathlib.Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        run_child(args.child, args.quick, args.scratch, args.out)
+        run_child(args.child, json.loads(args.child_args), json.loads(args.child_overrides), args.out, args.scratch)
         return 0
     only = [n for n in args.only.split(",") if n]
     unknown = set(only) - set(by_name())

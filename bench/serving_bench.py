@@ -177,7 +177,7 @@ async def run_async(plan: ServingPlan) -> dict:
 
     started = time.perf_counter()
     queries = load_queries(plan.queries)
-    pool = base_pool(plan.pool)
+    pool = await asyncio.to_thread(base_pool, plan.pool)  # worker thread: see seed_baseline.in_worker_thread
     embedder = get_embedder()
     corpora: dict = {}
     with tempfile.TemporaryDirectory(prefix="docuthinker-serving-") as tmp:
