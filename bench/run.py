@@ -159,7 +159,7 @@ def write_outputs(run: dict, started: dt.datetime, results_dir: pathlib.Path) ->
     json_path = results_dir / f"{base}.json"
     json_path.write_text(json.dumps(run, indent=1) + "\n")
     (results_dir / f"{base}.md").write_text(render(run, json_path.name))
-    print(f"[bench] wrote {json_path} and {base}.md ({len(run['plots'])} plots)", flush=True)
+    print(f"[bench] wrote {json_path} and {base}.md ({sum(map(len, run['plots'].values()))} plots)", flush=True)
     return json_path
 
 
