@@ -106,7 +106,7 @@ def evaluate_questions(corpus: BenchCorpus, questions: Sequence[Question], encod
             for c in answer.citations
         )
         best = ranked[0] if ranked else None
-        outcomes.append(Outcome(q, evidence, best.score if best else 0.0, not answer.abstained,
+        outcomes.append(Outcome(q, evidence, max(s.score for s in ranked) if ranked else 0.0, not answer.abstained,
                                 answer.short_answer, spans, best.span.text if best else "",
                                 best.retrieved.chunk.text if best else ""))
     return outcomes

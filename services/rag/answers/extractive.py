@@ -18,7 +18,7 @@ from services.rag.answers import lexical
 from services.rag.answers.injection import is_instruction
 from services.rag.answers.model import REFUSAL, AnswerSentence, Citation, GroundedAnswer, SupportStatus, with_marker
 from services.rag.answers.sentences import Span, split_sentences
-from services.rag.answers.spans import short_answer
+from services.rag.answers.spans import entity_labels, expected_types, short_answer
 from services.rag.answers.support import answer_status, confidence_note
 from services.rag.retrieval import RetrievedChunk
 from services.rag.retrieval.ports import QueryEncoder
@@ -41,11 +41,17 @@ class ExtractiveConfig:
     abstain_threshold: float = ABSTAIN_THRESHOLD
     cosine_weight: float = 0.5
     """Weight of MiniLM cosine similarity; the question-term coverage gets the rest."""
-    max_sentences: int = 2
+    max_sentences: int = 1
+    """One sentence per (sub-)question: on SQuAD a runner-up within the margin lowered citation
+    precision from 0.74 to 0.68 (bench numbers in the README) for little added answer."""
     runner_up_margin: float = 0.03
     """A second sentence joins the answer only when it scores within this of the best."""
     min_words: int = 3
     """Shorter fragments (headings, table labels) are not answers on their own."""
+    type_bonus: float = 0.1
+    """Ranking bonus for sentences holding an entity of the type the question asks for (who -> a
+    person, when -> a date ...). It reorders candidates only; abstention uses the plain score.
+    On SQuAD it moved citation precision 0.737 -> 0.743 and answer EM 0.289 -> 0.297."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ class ScoredSentence:
     score: float
     cosine: float
     coverage: float
+    rank_score: float = 0.0
+    """``score`` plus the answer-type bonus; what candidates are ordered by."""
 
     @property
     def page_start(self) -> int:
@@ -89,29 +97,38 @@ class ExtractiveAnswerer:
         cosines = np.asarray(vectors[1:] @ vectors[0], dtype=float)
         terms = lexical.content_terms(question)
         w = self.config.cosine_weight
+        wanted = expected_types(question) if self.config.type_bonus else frozenset()
         scored = []
         for (hit, span), cosine in zip(candidates, cosines, strict=True):
             cover = lexical.coverage(terms, lexical.content_terms(span.text))
-            scored.append(ScoredSentence(hit, span, w * max(float(cosine), 0.0) + (1 - w) * cover, float(cosine), cover))
-        scored.sort(key=lambda s: -s.score)
+            score = w * max(float(cosine), 0.0) + (1 - w) * cover
+            bonus = self.config.type_bonus if wanted and entity_labels(span.text) & wanted else 0.0
+            scored.append(ScoredSentence(hit, span, score, float(cosine), cover, score + bonus))
+        scored.sort(key=lambda s: -s.rank_score)
         return scored
 
     def select(self, ranked: Sequence[ScoredSentence]) -> list[ScoredSentence]:
         """The answer's sentences (in page order), or [] to abstain."""
-        if not ranked or ranked[0].score < self.config.abstain_threshold:
+        if not ranked or max(s.score for s in ranked) < self.config.abstain_threshold:
             return []
         best = ranked[0]
         chosen = [best]
         for other in ranked[1 : self.config.max_sentences]:
-            if other.score >= best.score - self.config.runner_up_margin:
+            if other.rank_score >= best.rank_score - self.config.runner_up_margin:
                 chosen.append(other)
         return sorted(chosen, key=lambda s: (s.retrieved.chunk.document_id, s.page_start))
 
     def answer(
         self, question: str, retrieved: Sequence[RetrievedChunk], *, flagged: bool = False
     ) -> GroundedAnswer:
-        chosen = self.select(self.rank(question, retrieved))
-        return compose([(question, chosen)], question, retrieved, flagged=flagged)
+        return self.answer_parts(question, [question], retrieved, flagged=flagged)
+
+    def answer_parts(
+        self, question: str, parts: Sequence[str], retrieved: Sequence[RetrievedChunk], *, flagged: bool = False
+    ) -> GroundedAnswer:
+        """One answer with a cited part per sub-question; a part without evidence leaves it PARTIAL."""
+        chosen = [(part, self.select(self.rank(part, retrieved))) for part in parts]
+        return compose(chosen, question, retrieved, flagged=flagged)
 
 
 def citation_for(marker: int, sentence: ScoredSentence) -> Citation:
@@ -150,7 +167,7 @@ def compose(
             text += " " + REFUSAL.replace("this question", "the rest of the question")
     short = ""
     if len(parts) == 1 and parts[0][1]:
-        best = max(parts[0][1], key=lambda s: s.score)
+        best = max(parts[0][1], key=lambda s: s.rank_score)
         found = short_answer(parts[0][0], best.span.text)
         short = found.text if found else best.span.text
     note = confidence_note(status, unanswered=unanswered if len(parts) > 1 else (), flagged=flagged)

@@ -49,6 +49,14 @@ def _nlp():
     return spacy.load(SPACY_MODEL, disable=["lemmatizer"])
 
 
+@lru_cache(maxsize=50_000)
+def entity_labels(sentence: str) -> frozenset[str]:
+    """spaCy entity labels present in a sentence (cached: popular chunks come back often)."""
+    with _lock:
+        doc = _nlp()(sentence)
+    return frozenset(ent.label_ for ent in doc.ents)
+
+
 def expected_types(question: str) -> frozenset[str]:
     for pattern, types in _TYPES:
         if pattern.search(question):
