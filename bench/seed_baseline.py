@@ -58,7 +58,7 @@ class SeedPlan:
     quality_docs: int | None
 
 
-QUICK = SeedPlan(throughput_docs=24, repeats=2, quality_queries=QUICK_SCIFACT_QUERIES,
+QUICK = SeedPlan(throughput_docs=40, repeats=3, quality_queries=QUICK_SCIFACT_QUERIES,
                  quality_docs=QUICK_SCIFACT_DOCS)
 FULL = SeedPlan(throughput_docs=300, repeats=3, quality_queries=None, quality_docs=None)
 
@@ -164,8 +164,9 @@ def quality(corpus: dict[str, str], queries: dict[str, str], qrels) -> dict:
         retriever = HybridRetriever(bench.index, encoder, AnswerSettings().retrieval_config())
         fusion = retriever.config.default_fusion
         started = time.perf_counter()
-        ours = [ndcg_at_k(scifact.ranked_documents(retriever, bench, text, 10, fusion), qrels[qid], 10)
-                for qid, text in queries.items()]
+        ours = in_worker_thread(lambda: [
+            ndcg_at_k(scifact.ranked_documents(retriever, bench, text, 10, fusion), qrels[qid], 10)
+            for qid, text in queries.items()])
         ours_ms = 1000 * (time.perf_counter() - started) / len(queries)
         docuthinker = {"ndcg@10": round(mean(ours), 4), "chunks": bench.chunk_count, "fusion": fusion.name,
                        "ms_per_query": round(ours_ms, 2)}
@@ -175,7 +176,8 @@ def quality(corpus: dict[str, str], queries: dict[str, str], qrels) -> dict:
         seed = SeedPipeline(pathlib.Path(tmp), encoder.encode)
         in_worker_thread(lambda: [seed.ingest(key, text) for key, text in corpus.items()])
         started = time.perf_counter()
-        theirs = [ndcg_at_k(seed.ranked_documents(query_vectors[qid], 10), qrels[qid], 10) for qid in queries]
+        theirs = in_worker_thread(lambda: [ndcg_at_k(seed.ranked_documents(query_vectors[qid], 10), qrels[qid], 10)
+                                           for qid in queries])
         seed_ms = 1000 * (time.perf_counter() - started) / len(queries)
         baseline = {"ndcg@10": round(mean(theirs), 4), "chunks": seed.chunks, "retrieval": "dense top-k (Chroma)",
                     "ms_per_query": round(seed_ms, 2)}

@@ -182,11 +182,14 @@ async def run_async(plan: ServingPlan) -> dict:
     corpora: dict = {}
     with tempfile.TemporaryDirectory(prefix="docuthinker-serving-") as tmp:
         root = pathlib.Path(tmp)
-        writer = CorpusWriter(root / "data")
+        # Stores are opened and written in a worker thread, as the service does (RagRuntime.open
+        # runs in asyncio.to_thread): FAISS and torch use OpenMP, and a team started on the main
+        # thread spin-waits there, which made in-process calls erratically slower (10x) here.
+        writer = await asyncio.to_thread(CorpusWriter, root / "data")
         try:
             for size in plan.sizes:
                 texts, vectors = synthetic_chunks(pool, size, seed=size, max_chars=900)
-                corpora[size] = writer.write(tenant_of(size), texts, vectors)
+                corpora[size] = await asyncio.to_thread(writer.write, tenant_of(size), texts, vectors)
                 print(f"[serving] corpus {size}: {corpora[size]}", flush=True)
             answers, _ = build_answering(writer.index, writer.metadata, embedder)
             mesh_started = time.perf_counter()

@@ -65,7 +65,7 @@ def _quick_nlp_docs(scratch: pathlib.Path) -> list[str]:
 SUITE: tuple[Benchmark, ...] = (
     Benchmark("ingest", "bench.ingest_bench",
               "ingestion end to end through Envoy vs raw MiniLM encode of the same chunks",
-              _fixed("--docs", "16", "--files", "2", "--skip-fixtures"), _fixed(), 600, 7200),
+              _fixed("--docs", "30", "--files", "3", "--skip-fixtures"), _fixed(), 600, 7200),
     Benchmark("serving", "bench.serving_bench",
               "Search/Query latency and throughput in process, direct gRPC and REST through Envoy",
               _fixed("--quick"), _fixed(), 900, 14400),
