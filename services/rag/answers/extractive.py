@@ -43,7 +43,7 @@ class ExtractiveConfig:
     """Weight of MiniLM cosine similarity; the question-term coverage gets the rest."""
     max_sentences: int = 1
     """One sentence per (sub-)question: on SQuAD a runner-up within the margin lowered citation
-    precision from 0.74 to 0.68 (bench numbers in the README) for little added answer."""
+    precision from 0.74 to 0.68 (bench/squad.py, all answerable dev questions) for little added answer."""
     runner_up_margin: float = 0.03
     """A second sentence joins the answer only when it scores within this of the best."""
     min_words: int = 3
