@@ -12,7 +12,7 @@ import pathlib
 import httpx
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "sample" / "solar-cooperative-handbook.md"
-QUESTION = "Who chairs the board of the cooperative, and how often are the panels cleaned?"
+QUESTION = "When is the annual general meeting held, and how often are the panels cleaned?"
 
 
 def _sse(lines) -> list[dict]:

@@ -38,6 +38,7 @@ def citation_pb(citation: Citation) -> answers_pb2.Citation:
         marker=citation.marker, document_id=p.document_id, filename=p.filename, page=p.page,
         sheet_name=p.sheet_name, row_start=p.row_start, row_end=p.row_end, char_start=citation.char_start,
         char_end=citation.char_end, excerpt=citation.excerpt, chunk_id=citation.chunk.chunk_id, score=citation.score,
+        heading_path=list(p.heading_path),
     )
 
 

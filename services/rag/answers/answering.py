@@ -18,6 +18,7 @@ from typing import Protocol
 from services.providers.errors import NoProviderAvailable
 from services.rag.answers.extractive import ExtractiveAnswerer
 from services.rag.answers.generative import GenerativeAnswerer
+from services.rag.agents.planner import split_question
 from services.rag.answers.injection import assess_question
 from services.rag.answers.model import Citation, GroundedAnswer
 from services.rag.retrieval import FusionMethod, HybridRetriever, RetrievedChunk
@@ -83,6 +84,16 @@ def validate(question: str, top_k: int, document_ids: Sequence[str], max_top_k: 
     return QueryRequest(text, top_k, ids)
 
 
+def question_parts(question: str) -> list[str]:
+    """Sub-questions of a clearly multi-part question ("Who ..., and how ...?"), else the question itself.
+
+    Only splits whose every part is itself a question are taken, so code or lists inside an honest
+    question ("What does `SELECT ...; DROP ...;` do?") are never cut apart.
+    """
+    parts = split_question(question)
+    return parts if len(parts) > 1 and all(p.endswith("?") for p in parts) else [question]
+
+
 class AnswerService:
     def __init__(
         self,
@@ -123,9 +134,16 @@ class AnswerService:
                                            request.document_ids or None, fusion, expand_with_graph)
 
     async def retrieve(self, tenant: str, request: QueryRequest, top_k: int | None = None) -> list[RetrievedChunk]:
-        query = assess_question(request.question).cleaned
-        return await self.retriever.search(tenant, query, top_k or request.top_k or None,
-                                           request.document_ids or None)
+        """Evidence for the question; a multi-part question retrieves for each part and merges, best first."""
+        parts = question_parts(assess_question(request.question).cleaned)
+        k = top_k or request.top_k or None
+        found = await asyncio.gather(
+            *(self.retriever.search(tenant, part, k, request.document_ids or None) for part in parts)
+        )
+        merged: dict[str, RetrievedChunk] = {}
+        for hit in sorted((h for hits in found for h in hits), key=lambda h: -h.score):
+            merged.setdefault(hit.chunk.chunk_id, hit)
+        return list(merged.values())
 
     async def compose(self, question: str, retrieved: Sequence[RetrievedChunk]) -> GroundedAnswer:
         """The answer from given evidence: generative when a provider serves it, else extractive.
@@ -141,7 +159,8 @@ class AnswerService:
             except NoProviderAvailable:
                 log.info("no provider for answers; answering extractively")
         if answer is None:
-            answer = await asyncio.to_thread(self.extractive.answer, asked, retrieved, flagged=flagged)
+            parts = question_parts(asked)
+            answer = await asyncio.to_thread(self.extractive.answer_parts, asked, parts, retrieved, flagged=flagged)
         return replace(answer, question=question)
 
     async def answer(self, tenant: str, question: str, top_k: int = 0,
