@@ -82,7 +82,7 @@ def serving(result: dict) -> list[str]:
             lines += _overhead_rows(m.get("overhead", {}))
             sat = [[way, fmt(w.get("peak_qps")), band(w.get("peak_qps_spread")), w.get("knee_concurrency")]
                    for way, w in m.get("ways", {}).items()]
-            lines += ["Throughput until saturation (concurrency doubled until QPS grew < 10 %):", ""]
+            lines += ["Throughput until saturation (concurrency raised until QPS grew < 10 %):", ""]
             lines += table(["way", "peak QPS (median)", "peak QPS [min-max]", "knee concurrency"], sat)
             if "cold_c1_ms" in m:
                 lines += ["Cold answers (first sight of the question, concurrency 1):", ""]

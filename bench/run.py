@@ -10,6 +10,7 @@ Outputs, in bench/results/: ``<date>-<host>[-quick].json`` (every result plus th
 environment), ``<date>-<host>[-quick].md`` (the report) and ``<date>-<host>[-quick]-*.png``.
 
     python -m bench.run --quick | --full [--only ingest,serving]
+    python -m bench.run --render bench/results/<date>-<host>.json   # redraw report and plots
 """
 
 from __future__ import annotations
@@ -163,11 +164,25 @@ def write_outputs(run: dict, started: dt.datetime, results_dir: pathlib.Path) ->
     return json_path
 
 
+def render_again(json_path: pathlib.Path) -> None:
+    """Redraws ``<base>.md`` and the plots next to a run's JSON (after a report change)."""
+    from bench.plots import render_all
+    from bench.report import headline, render
+
+    run = json.loads(json_path.read_text())
+    base = json_path.name.removesuffix(".json")
+    run["headline"] = headline(run)
+    run["plots"], run["plot_errors"] = render_all(run, json_path.parent, base)
+    json_path.write_text(json.dumps(run, indent=1) + "\n")
+    (json_path.parent / f"{base}.md").write_text(render(run, json_path.name))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     size = parser.add_mutually_exclusive_group(required=True)
     size.add_argument("--quick", action="store_true", help="reduced sizes (about five minutes, warm caches)")
     size.add_argument("--full", action="store_true", help="the real sizes (hours on two cores)")
+    size.add_argument("--render", type=pathlib.Path, help="only redraw the report and plots of a run's JSON")
     parser.add_argument("--only", default="", help="comma-separated benchmark names: " + ",".join(by_name()))
     parser.add_argument("--results-dir", type=pathlib.Path, default=RESULTS, help="where the outputs go")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
@@ -176,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scratch", type=pathlib.Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=pathlib.Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.render:
+        render_again(args.render)
+        return 0
     if args.child:
         run_child(args.child, json.loads(args.child_args), json.loads(args.child_overrides), args.out, args.scratch)
         return 0

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from bench.run import ROOT, run_suite
+from bench.run import ROOT, render_again, run_suite
 from bench.suite import SUITE, Benchmark, by_name
 
 FAKE = "tests.benchmarks.fake_benchmarks"
@@ -40,6 +40,9 @@ def test_a_failing_or_hanging_benchmark_does_not_stop_the_others(tmp_path):
     assert f"![{stem}-graph.png]({stem}-graph.png)" in report
     assert "| arcadedb-bolt (neo4j driver) | 300 | 900 | 0.100 |" in report
     assert "embedding device requested / used | cpu / cpu" in report
+    (tmp_path / "results" / f"{stem}.md").unlink()
+    render_again(tmp_path / "results" / json_name)  # a report redrawn from the JSON alone
+    assert (tmp_path / "results" / f"{stem}.md").read_text() == report
 
 
 def test_an_override_of_a_missing_constant_fails_loudly(tmp_path):
