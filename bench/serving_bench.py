@@ -193,7 +193,9 @@ async def run_async(plan: ServingPlan) -> dict:
                 print(f"[serving] corpus {size}: {corpora[size]}", flush=True)
             answers, _ = build_answering(writer.index, writer.metadata, embedder)
             mesh_started = time.perf_counter()
-            with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True) as mesh:
+            # The rag process rebuilds FAISS from Chroma before SERVING: minutes at 100k chunks here.
+            with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True,
+                      startup_timeout_s=3600) as mesh:
                 startup_s = time.perf_counter() - mesh_started
                 grpc_client, rest_client = GrpcClient(mesh.grpc_target("rag")), RestClient(mesh.base_url)
                 factories = {"inprocess": inprocess(answers), "grpc": grpc_client.factory,
