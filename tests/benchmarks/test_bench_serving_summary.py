@@ -50,3 +50,32 @@ def test_overheads_are_paired_within_rounds():
 def test_agreement_counts_identical_rankings():
     ids = {"inprocess": [["a", "b"], ["c", "d"]], "grpc": [["a", "b"], ["d", "c"]], "rest": [["a", "b"], ["c", "d"]]}
     assert agreement(ids) == {"queries": 2, "identical_share": 0.5, "ways": ["inprocess", "grpc", "rest"]}
+
+
+def serving_result() -> dict:
+    rounds = {
+        "inprocess": [ladder(level(1, 10, 20, 90), level(4, 30, 50, 120))],
+        "grpc": [ladder(level(1, 12, 25, 80), level(4, 33, 55, 115))],
+        "rest": [ladder(level(1, 14, 30, 70), level(4, 36, 58, 110))],
+    }
+    op = {"distinct_queries": 5, "ways": {w: summarise_way(r) for w, r in rounds.items()},
+          "overhead": overheads(rounds, [1, 4]), "agreement": {"queries": 3, "identical_share": 1.0}}
+    return {"corpora": {"1000": {"documents": 2, "store_seconds": 1.0, "bm25_seconds": 0.2}},
+            "answer_engine": {"provider": "local"}, "plan": {"rounds": 1},
+            "measurements": {"1000": {"search": op, "query": {**op, "cold_c1_ms": {"rest": {"p50": 300.0, "p95": 400.0,
+                                                                                              "n": 4}}}}},
+            "peak_rss_mb": {"rag": 900.0}}
+
+
+def test_serving_section_and_plots_render_from_a_result(tmp_path):
+    from bench.plots import PLOTS
+    from bench.report_sections import serving
+
+    result = serving_result()
+    text = "\n".join(serving(result))
+    assert "| rest vs inprocess | 1 | 4.00 | 1.400 | 10.00 | 1.500 |" in text
+    assert "| inprocess | 4 | 30.0 | 50.0 | 60.0 | 120.0 | 20 | 0 |" in text
+    assert "| rest | 300.0 | 400.0 | 4 |" in text and "| rag | 900 |" in text
+    for suffix, draw in PLOTS["serving"]:
+        draw(result, tmp_path / f"{suffix}.png")
+        assert (tmp_path / f"{suffix}.png").stat().st_size > 1000
