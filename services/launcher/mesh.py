@@ -8,6 +8,7 @@ log file and dies with the launcher (PR_SET_PDEATHSIG), so no process outlives i
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import pathlib
 import signal
@@ -121,6 +122,9 @@ class Mesh:
         self._spawn(name, [sys.executable, "-m", f"services.{name}"])
         if wait:
             self._wait_serving([name])
+            if "gateway" in self._procs:
+                # Envoy only routes after its next health check passes; until then REST callers get 503.
+                self._wait(lambda: self._routed(name), name)
 
     def start_gateway(self) -> None:
         config = envoy_config.write(self.log_dir / "envoy.yaml", self.settings)
@@ -145,6 +149,22 @@ class Mesh:
                 return reply.status == 200
         except OSError:
             return False
+
+    def _routed(self, service: str) -> bool:
+        """True when Envoy holds a healthy host for `service` (its admin /clusters view)."""
+        try:
+            with urllib.request.urlopen(f"{self.admin_url}/clusters?format=json", timeout=1) as reply:
+                clusters = json.load(reply)
+        except (OSError, ValueError):
+            return False
+        for cluster in clusters.get("cluster_statuses", []):
+            if cluster.get("name") == service:
+                return any(
+                    host.get("health_status", {}).get("eds_health_status") == "HEALTHY"
+                    and not host.get("health_status", {}).get("failed_active_health_check", False)
+                    for host in cluster.get("host_statuses", [])
+                )
+        return False
 
     def _wait(self, ready, name: str) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
