@@ -7,6 +7,8 @@ import pathlib
 
 import pytest
 
+import services  # noqa: F401  (sets OpenMP's wait policy before torch, faiss or llama.cpp load it)
+
 # The graph tests (LadybugDB) and the local-model tests (llama.cpp via xllamacpp) share this pytest
 # process, and xllamacpp's module initialisation aborts with std::bad_alloc once a LadybugDB database
 # has been opened in the process (reproduced in isolation). Importing it first avoids that. The

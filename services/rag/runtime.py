@@ -71,7 +71,7 @@ class RagRuntime:
         root = pathlib.Path(data_dir) / "rag"
         metadata = MetadataStore(metadata_path(data_dir))
         blobs = BlobStore(root / "originals")
-        vectors = VectorStore(root / "chroma", embedder.name, embedder.dimension)
+        vectors = VectorStore(root / "chroma", embedder.name, embedder.dimension, settings.faiss_threads)
         loaded, orphans = vectors.rebuild(metadata.known_chunk_ids())
         keyword = KeywordIndex(root / "bm25", metadata)
         keyword.load()

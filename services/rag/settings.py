@@ -37,6 +37,10 @@ class RagSettings(BaseSettings):
     """Largest uncompressed/compressed ratio of one archive member bigger than 1 MiB."""
     max_text_chars: int = Field(default=20_000_000, ge=1)
     """Extracted characters per document before it is refused."""
+    faiss_threads: int = Field(default=1, ge=1, le=256)
+    """OpenMP threads FAISS may use for one search. One thread per query measured 2.4x faster at
+    100k chunks on 2 cores with another request running (8.7 vs 20.9 ms), and leaves the other
+    cores to concurrent requests; raise it for a lone client on a many-core machine."""
     keyword_refresh_delay_s: float = Field(default=1.0, ge=0)
     """Quiet period after a change before the tenant's BM25 index is rebuilt in the background."""
     resume_on_startup: bool = True

@@ -5,6 +5,11 @@ are written in one transaction, and every chunk read joins the documents table o
 Vectors written to Chroma/FAISS before that commit are therefore invisible until it lands,
 and a crash before it leaves nothing visible. Each tenant also has a ``generation`` counter,
 bumped with every change to its ready chunks, which derived indexes (BM25) compare against.
+
+A unary ``+`` on ``tenant`` or ``status`` in a WHERE clause keeps SQLite's planner off the
+(tenant, vector_key) and status indexes when a narrower key (chunk_id, document_id) is at hand:
+without it, fetching the 24 chunks of one search scanned every chunk of the tenant or of every
+ready document (50 to 170 ms per query at 100k chunks, against under 1 ms).
 """
 
 from __future__ import annotations
@@ -118,8 +123,8 @@ class MetadataStore:
         """Removes the document, its sections and chunk rows in one transaction; returns chunk ids."""
         with self._tx() as db:
             ids = [r[0] for r in db.execute(
-                "SELECT chunk_id FROM chunks WHERE tenant=? AND document_id=?", (tenant, document_id))]
-            db.execute("DELETE FROM chunks WHERE tenant=? AND document_id=?", (tenant, document_id))
+                "SELECT chunk_id FROM chunks WHERE +tenant=? AND document_id=?", (tenant, document_id))]
+            db.execute("DELETE FROM chunks WHERE +tenant=? AND document_id=?", (tenant, document_id))
             db.execute("DELETE FROM sections WHERE document_id=?", (document_id,))
             gone = db.execute("DELETE FROM documents WHERE tenant=? AND document_id=?", (tenant, document_id))
             if ids or gone.rowcount:
@@ -174,8 +179,8 @@ class MetadataStore:
         """Drops a document's chunk rows and sections (a failed ingest); returns the chunk ids."""
         with self._tx() as db:
             ids = [r[0] for r in db.execute(
-                "SELECT chunk_id FROM chunks WHERE tenant=? AND document_id=?", (tenant, document_id))]
-            db.execute("DELETE FROM chunks WHERE tenant=? AND document_id=?", (tenant, document_id))
+                "SELECT chunk_id FROM chunks WHERE +tenant=? AND document_id=?", (tenant, document_id))]
+            db.execute("DELETE FROM chunks WHERE +tenant=? AND document_id=?", (tenant, document_id))
             db.execute("DELETE FROM sections WHERE document_id=?", (document_id,))
             if ids:
                 _bump(db, tenant)
@@ -203,7 +208,7 @@ class MetadataStore:
             with self._lock:
                 rows = self._conn.execute(
                     f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.document_id = c.document_id "
-                    f"WHERE c.tenant=? AND d.status=? AND c.chunk_id IN ({placeholders(len(batch))})",
+                    f"WHERE +c.tenant=? AND +d.status=? AND c.chunk_id IN ({placeholders(len(batch))})",
                     (tenant, READY, *batch),
                 ).fetchall()
             found.update((r["chunk_id"], chunk_from_row(r)) for r in rows)
@@ -225,19 +230,20 @@ class MetadataStore:
             with self._lock:
                 rows = self._conn.execute(
                     "SELECT c.vector_key, c.chunk_id FROM chunks c JOIN documents d ON d.document_id = c.document_id "
-                    f"WHERE c.tenant=? AND d.status=? AND c.vector_key IN ({placeholders(len(batch))})",
+                    f"WHERE c.tenant=? AND +d.status=? AND c.vector_key IN ({placeholders(len(batch))})",
                     (tenant, READY, *batch),
                 ).fetchall()
             result.update((r[0], r[1]) for r in rows)
         return result
 
     def visible_chunk_ids(self, tenant: str, document_ids: Iterable[str] | None = None) -> list[str]:
-        sql = ("SELECT c.chunk_id FROM chunks c JOIN documents d ON d.document_id = c.document_id "
-               "WHERE c.tenant=? AND d.status=?")
+        sql = "SELECT c.chunk_id FROM chunks c JOIN documents d ON d.document_id = c.document_id WHERE "
         args: list = [tenant, READY]
-        if document_ids is not None:
+        if document_ids is None:
+            sql += "c.tenant=? AND d.status=?"
+        else:
             ids = list(document_ids)
-            sql += f" AND c.document_id IN ({placeholders(len(ids))})"
+            sql += f"+c.tenant=? AND d.status=? AND c.document_id IN ({placeholders(len(ids))})"
             args += ids
         with self._lock:
             return [r[0] for r in self._conn.execute(sql, args)]

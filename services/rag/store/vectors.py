@@ -29,11 +29,12 @@ def collection_name(model_name: str, dimension: int) -> str:
 
 
 class VectorStore:
-    def __init__(self, root: pathlib.Path, model_name: str, dimension: int) -> None:
+    def __init__(self, root: pathlib.Path, model_name: str, dimension: int, search_threads: int = 1) -> None:
         import chromadb
         from chromadb.config import Settings
 
         root.mkdir(parents=True, exist_ok=True)
+        faiss.omp_set_num_threads(search_threads)  # process-wide: FAISS has one OpenMP pool
         self.dimension = dimension
         self._client = chromadb.PersistentClient(
             path=str(root), settings=Settings(anonymized_telemetry=False, allow_reset=False)
