@@ -6,7 +6,9 @@ plain text) ingested one document at a time by
   (validate, store original, parse, chunk, embed, Chroma + FAISS, SQLite publish), plus the
   BM25 build at the end (ingestion is not done before the keyword index is);
 - the seed: LangChain split, embed, Chroma add;
-both with the same embedder instance (real MiniLM inference, no cache), alternating which
+both with the same model instance (real MiniLM inference, no cache): DocuThinker through its
+``Embedder`` (batches grouped by token length), the seed through ``SentenceTransformer.encode``
+in batches of 32, as Chroma's sentence-transformers embedding function calls it; alternating which
 goes first over ``repeats`` rounds, each round in fresh directories. Reported per side as
 docs/s and chunks/s (median and spread over rounds) and as paired ratios (DocuThinker/seed).
 docs/s is the fair comparison: the two chunkers cut different numbers of chunks.
@@ -90,7 +92,13 @@ async def docuthinker_ingest(docs: list[tuple[str, str]], root: pathlib.Path) ->
 def seed_ingest(docs: list[tuple[str, str]], root: pathlib.Path) -> dict:
     from services.models.embedder import get_embedder
 
-    pipeline = SeedPipeline(root, get_embedder().encode)
+    model = get_embedder().sentence_transformer  # the seed calls SentenceTransformer.encode as it is
+
+    def encode(texts: list[str]):
+        return model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
+                            show_progress_bar=False)
+
+    pipeline = SeedPipeline(root, encode)
     started = time.perf_counter()
     chunks = in_worker_thread(lambda: sum(pipeline.ingest(key, text) for key, text in docs))
     return _rates(len(docs), chunks, time.perf_counter() - started)
