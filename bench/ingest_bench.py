@@ -195,9 +195,8 @@ def raw_encode(texts: list[str], batch_size: int, repeats: int) -> dict:
     from services.models.embedder import get_embedder
 
     embedder = get_embedder()
-    # A worker thread, as the service's pipeline calls encode (asyncio.to_thread): with torch's
-    # default OpenMP spin-waiting, encode from the main thread ran ~2x slower on a busy 2-core
-    # machine, which understated the limit the service is compared with.
+    # A worker thread, as the service's pipeline calls encode (asyncio.to_thread), so the limit is
+    # measured the way the service runs (see bench/README.md on OpenMP spin-waiting).
     with ThreadPoolExecutor(max_workers=1) as worker:
         worker.submit(embedder.encode, texts[: batch_size * 2] or ["warm-up"], batch_size).result()
         runs = []

@@ -107,10 +107,9 @@ def seed_ingest(docs: list[tuple[str, str]], root: pathlib.Path) -> dict:
 def in_worker_thread(work: Callable[[], T]) -> T:
     """Runs ``work`` in a worker thread, where DocuThinker's pipeline runs its encode calls too.
 
-    With torch's default OpenMP spin-waiting, MiniLM encode called from the main thread ran
-    about 2x slower here than from a worker thread, and 7x slower when interleaved with
-    Chroma writes (OMP_WAIT_POLICY=PASSIVE removes the gap); the comparison is between
-    pipelines, not this artifact, so both sides get the fast path.
+    Before DocuThinker processes set OMP_WAIT_POLICY=PASSIVE (``services/__init__.py``), encode
+    from the main thread ran about 2x slower here, and 7x when interleaved with Chroma writes;
+    both sides still run the same way, so the comparison is between pipelines only.
     """
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(work).result()

@@ -13,8 +13,8 @@ is embedded for real, and the rest is recombined from it:
    vocabulary for BM25, vectors close to most of the text they stand for, no two vectors
    identical, and enough distinct sentences that answering (which embeds and caches the
    sentences of the chunks it retrieved) does not find them all cached;
-3. chunks are grouped 500 to a document (one Chroma write each: Chroma costs ~2.5 ms per
-   vector here in large batches, twice that in small ones) and written as ingestion writes them:
+3. chunks are grouped 500 to a document (one Chroma write each: 100k chunks take ~40 s here)
+   and written as ingestion writes them:
    ``MetadataStore.upsert_document``, ``ChunkIndex.stage_vectors`` (Chroma + FAISS), then
    ``ChunkIndex.publish`` (the SQLite commit), then the tenant's BM25 index is built.
 
