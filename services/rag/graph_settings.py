@@ -25,6 +25,10 @@ class GraphSyncSettings(BaseSettings):
     """Feed ready documents to the knowledge graph in the background (false: documents say DISABLED)."""
     poll_interval_s: float = Field(default=5.0, gt=0)
     """Longest sleep of the graph-sync worker between two looks at the outbox (new work wakes it at once)."""
+    yield_to_ingestion_max_s: float = Field(default=30.0, ge=0)
+    """While documents are being ingested, the worker holds back NLP extraction (it competes with
+    embedding for the same cores) for at most this long in a row, then syncs one document and
+    holds back again; 0 never holds back."""
     backoff_initial_s: float = Field(default=2.0, gt=0)
     """Delay before the first retry of a failed graph sync; doubled on each further failure."""
     backoff_max_s: float = Field(default=300.0, gt=0)

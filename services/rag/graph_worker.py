@@ -8,7 +8,10 @@ ingestion: documents are READY before it ever sees them.
 
 Documents being ingested, re-indexed or deleted hold their per-document lock; the worker
 looks again later rather than racing them, and every write it makes is guarded by the
-entry's sequence, so a newer intent (a re-index, a delete) always wins.
+entry's sequence, so a newer intent (a re-index, a delete) always wins. While any document
+holds its lock, the worker also holds back NLP extraction (it would slow the embedding of the
+upload a user is waiting for), for at most ``yield_to_ingestion_max_s`` in a row, so a long
+bulk upload delays the graph but never starves it.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ class GraphSyncWorker:
         self._locks = locks
         self._poll_s = settings.poll_interval_s
         self._retry = RetryPolicy(settings.backoff_initial_s, settings.backoff_max_s)
+        self._yield_max_s = settings.yield_to_ingestion_max_s
+        self._yielding_since: float | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._reconciled_at = 0.0
@@ -158,6 +163,9 @@ class GraphSyncWorker:
         if record.status is not DocumentStatus.READY:  # interrupted mid-ingestion; resumed at startup
             await asyncio.to_thread(self._outbox.defer, entry, self._poll_s)
             return
+        if entry.facts is None and self._yield_to_ingestion():
+            await asyncio.to_thread(self._outbox.defer, entry, self._poll_s)
+            return
         started = time.perf_counter()
         cached = entry.facts is not None
         if entry.facts is not None:
@@ -174,6 +182,19 @@ class GraphSyncWorker:
             "document_id": record.document_id, "tenant": record.tenant, "topics": len(facts.topics),
             "entities": len(facts.entities), "facts_cached": cached, "superseded": not current,
             "nlp_ms": round((extracted - started) * 1000, 2), "upsert_ms": round((published - extracted) * 1000, 2)}})
+
+    def _yield_to_ingestion(self) -> bool:
+        """True while ingestion is in flight and the worker has not yet held back for too long."""
+        if self._yield_max_s <= 0 or not self._locks.any_busy():
+            self._yielding_since = None
+            return False
+        now = time.monotonic()
+        if self._yielding_since is None:
+            self._yielding_since = now
+        if now - self._yielding_since >= self._yield_max_s:
+            self._yielding_since = None  # this entry goes through; the next one holds back again
+            return False
+        return True
 
     async def _delete(self, entry: OutboxEntry) -> None:
         if self._locks.busy(entry.document_id):  # the delete that queued this is still removing it

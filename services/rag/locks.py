@@ -27,3 +27,7 @@ class KeyedLocks:
 
     def busy(self, key: str) -> bool:
         return key in self._locks
+
+    def any_busy(self) -> bool:
+        """True while any key is held (a document is being ingested, re-indexed or deleted)."""
+        return bool(self._locks)

@@ -180,3 +180,26 @@ async def test_a_running_worker_picks_up_documents_whose_enqueue_was_lost(stores
         await _until(lambda: stores.metadata.get_document("acme", "lost").graph_sync is GraphSyncState.SYNCED)
     finally:
         await harness.worker.stop()
+
+
+async def test_extraction_holds_back_while_documents_are_ingested_but_never_for_ever(stores) -> None:
+    harness = Harness(stores, yield_to_ingestion_max_s=0.4)
+    harness.stores.add_ready("acme", "doc", TEXT)
+    harness.stores.outbox.enqueue_upsert("acme", "doc")
+
+    async with harness.locks.hold("another-document-being-ingested"):
+        started = time.monotonic()
+        assert await harness.worker.run_once() is True
+        assert harness.extractor.tenants == [] and harness.writer.upserts == []  # held back
+        entry = harness.stores.outbox.get("acme", "doc")
+        assert entry.attempts == 0 and entry.last_error in ("", None)  # a deferral, not a failure
+        while not harness.writer.upserts:  # still busy: it holds back, then syncs once the cap is reached
+            await asyncio.sleep(0.06)
+            await harness.worker.run_once()
+        assert time.monotonic() - started >= 0.4
+    assert harness.stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.SYNCED
+
+    harness.stores.add_ready("acme", "doc-2", TEXT)
+    harness.stores.outbox.enqueue_upsert("acme", "doc-2")
+    assert await harness.worker.run_once() is True  # nothing in flight: no holding back
+    assert len(harness.writer.upserts) == 2
