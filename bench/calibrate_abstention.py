@@ -1,74 +1,240 @@
-"""Calibrates the extractive engine's abstention threshold on SQuAD 2.0 (dev articles + distractors).
+"""Fits the extractive engine's answer scorer on SQuAD 2.0 (dev articles + distractors), with article-level CV.
 
-Every dev question is answered with abstention off, keeping the best sentence score; then the
-threshold sweep shows, for each candidate, the share of answerable questions still answered and
-the share of unanswerable ones refused. The chosen threshold is the highest one that still
-answers at least ``--min-answer-rate`` (0.8, the goal) of answerable questions, i.e. the one
-that refuses the most unanswerable questions within that budget. A two-fold check (calibrate
-on half of the articles, measure on the other half) shows how well it transfers.
+Every dev question goes through production retrieval, and every candidate sentence of the
+retrieved chunks gets its ``features.FEATURE_NAMES`` row (the engine's own code). Then:
 
-Usage: python -m bench.calibrate_abstention [--min-answer-rate 0.8]
-The result goes into ``services.rag.answers.extractive.ABSTAIN_THRESHOLD`` with the numbers.
+1. the sentence model (logistic regression): does this sentence hold a gold answer? Fitted on
+   answerable questions; its out-of-fold decisions (leave one article out) feed step 2, so the
+   answerability model learns from decisions like the ones it will see on unseen documents;
+2. the answerability model (logistic regression over ``scoring.ANSWERABILITY_NAMES``): is the
+   question answerable AND does the best sentence hold the answer? Abstaining when the cited
+   sentence would be wrong is as honest as abstaining on an unanswerable question;
+3. the threshold: the highest that still answers ``--min-answer-rate`` of answerable questions.
+
+Cross-validation is by article (8 folds: one dev article held out each time, every step fitted
+on the other 7 and the threshold chosen there), so no figure comes from an article the models
+saw. The shipped coefficients are then fitted on all articles and written, with the
+cross-validated figures, to ``services/rag/answers/answer_model.py``; the figures also go to
+``bench/results/squad-calibration-<date>.json``.
+
+Usage: python -m bench.calibrate_abstention [--min-answer-rate 0.8] [--dry-run]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
-from collections.abc import Sequence
+import pathlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
-from bench.corpus import CACHE_DIR, DiskCachedEncoder
-from bench.squad import Outcome, build, evaluate_questions
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+from bench.corpus import BenchCorpus, DiskCachedEncoder
+from bench.squad import Question, build, covers
+from services.rag.answers.evidence import CHUNK_FEATURE_NAMES, chunk_features, pool_size
+from services.rag.answers.extractive import ExtractiveAnswerer
+from services.rag.answers.features import FEATURE_NAMES
+from services.rag.answers.scoring import ANSWERABILITY_NAMES, LinearModel, answerability_features, sigmoid
+from services.rag.retrieval import HybridRetriever, RetrievalConfig, RetrievedChunk
+
+MODEL_FILE = pathlib.Path(__file__).resolve().parents[1] / "services" / "rag" / "answers" / "answer_model.py"
+RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+REGULARISATION = 1.0
+T = TypeVar("T")
 
 
-def rates(outcomes: Sequence[Outcome], threshold: float) -> tuple[float, float]:
-    answerable = [o.best_score >= threshold for o in outcomes if o.question.answerable]
-    refused = [o.best_score < threshold for o in outcomes if not o.question.answerable]
-    return sum(answerable) / max(len(answerable), 1), sum(refused) / max(len(refused), 1)
+@dataclass(frozen=True)
+class Sample:
+    question: Question
+    matrix: np.ndarray
+    labels: np.ndarray
+    """Per candidate sentence: holds a gold answer (right article, offsets covering the span)."""
+    chunk_of: np.ndarray
+    """Per candidate: index of its chunk in ``chunks``."""
+    chunks: tuple[RetrievedChunk, ...]
+    chunk_labels: np.ndarray
+    """Per chunk: covers a gold answer."""
 
 
-def choose(outcomes: Sequence[Outcome], min_answer_rate: float) -> float:
-    candidates = sorted({round(o.best_score, 4) for o in outcomes})
-    best = 0.0
-    for threshold in candidates:
-        if rates(outcomes, threshold)[0] >= min_answer_rate:
-            best = threshold
-    return best
+def sample(corpus: BenchCorpus, engine: ExtractiveAnswerer, q: Question, chunks: Sequence[RetrievedChunk]) -> Sample:
+    found, matrix = engine.features(q.text, chunks)
+    key = lambda hit: corpus.by_document_id[hit.chunk.document_id].key  # noqa: E731
+    start = lambda hit: hit.chunk.provenance.char_start  # noqa: E731
+    index = {h.chunk.chunk_id: i for i, h in enumerate(chunks)}
+    labels = [key(h) == q.article and covers(start(h) + span.start, start(h) + span.end, q.answers)
+              for h, span, _ in found]
+    chunk_labels = [key(h) == q.article and covers(start(h), h.chunk.provenance.char_end, q.answers) for h in chunks]
+    return Sample(q, matrix, np.array(labels, dtype=bool), np.array([index[h.chunk.chunk_id] for h, _, _ in found]),
+                  tuple(chunks), np.array(chunk_labels, dtype=bool))
+
+
+def collect(corpus: BenchCorpus, questions: Sequence[Question], encoder, engine: ExtractiveAnswerer) -> list[Sample]:
+    """Each question's fused pool (production retrieval, ``evidence.pool_size`` chunks) with its sentence features."""
+    retriever = HybridRetriever(corpus.index, encoder, RetrievalConfig())
+    size = pool_size(retriever.config.default_top_k)
+    return [sample(corpus, engine, q, retriever.retrieve(BenchCorpus.TENANT, q.text, size)) for q in questions]
+
+
+def fit_linear(x: np.ndarray, y: np.ndarray) -> LinearModel:
+    """Logistic regression on standardised features, folded back into raw-feature coefficients."""
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    model = LogisticRegression(C=REGULARISATION, max_iter=5000).fit((x - mean) / scale, y)
+    coef = model.coef_[0] / scale
+    return LinearModel(tuple(float(c) for c in coef), float(model.intercept_[0] - coef @ mean))
+
+
+def out_of_fold(samples: Sequence[Sample], fit: Callable[[list[int]], T]) -> list[T]:
+    """For every sample, ``fit(training indices)`` fitted without the sample's article (one fit per article)."""
+    models: dict[str, T] = {}
+    for article in sorted({s.question.article for s in samples}):
+        models[article] = fit([i for i, s in enumerate(samples) if s.question.article != article])
+    return [models[s.question.article] for s in samples]
+
+
+def fit_sentence(pools: Sequence[Sample], chosen: Sequence[int]) -> LinearModel:
+    use = [pools[i] for i in chosen if pools[i].question.answerable and len(pools[i].matrix)]
+    return fit_linear(np.vstack([s.matrix for s in use]), np.concatenate([s.labels for s in use]))
+
+
+def fit_chunk(pools: Sequence[Sample], rows: Sequence[np.ndarray], chosen: Sequence[int]) -> LinearModel:
+    use = [i for i in chosen if pools[i].question.answerable]
+    return fit_linear(np.vstack([rows[i] for i in use]), np.concatenate([pools[i].chunk_labels for i in use]))
+
+
+def answer_rows(tops: Sequence[Sample], sentence: Sequence[LinearModel]) -> tuple[np.ndarray, np.ndarray]:
+    """Answerability features, and whether the best-ranked sentence holds the answer (False if unanswerable)."""
+    rows, correct = [], []
+    for t, model in zip(tops, sentence, strict=True):
+        if not len(t.matrix):
+            rows.append(np.full(len(ANSWERABILITY_NAMES), np.nan))
+            correct.append(False)
+            continue
+        d = model.decision(t.matrix)
+        rows.append(answerability_features(t.matrix, d))
+        correct.append(bool(t.labels[int(np.argmax(d))]))
+    return np.asarray(rows), np.asarray(correct)
+
+
+def threshold_for(probabilities: np.ndarray, answerable: np.ndarray, min_rate: float) -> float:
+    """Highest threshold answering at least ``min_rate`` of the answerable questions."""
+    scores = np.sort(probabilities[answerable])[::-1]
+    return float(scores[max(int(np.ceil(min_rate * len(scores))) - 1, 0)])
+
+
+def fit_answerability(x: np.ndarray, target: np.ndarray, answerable: np.ndarray, chosen: np.ndarray,
+                      min_rate: float) -> tuple[LinearModel, float]:
+    use = chosen & ~np.isnan(x).any(axis=1)
+    model = fit_linear(x[use], target[use])
+    p = np.nan_to_num(sigmoid(model.decision(np.nan_to_num(x, nan=-1e3))), nan=0.0)
+    return model, threshold_for(p[chosen], answerable[chosen], min_rate)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    sentence: LinearModel
+    chunk: LinearModel
+    answerability: LinearModel
+    threshold: float
+
+
+def calibrate(corpus: BenchCorpus, engine: ExtractiveAnswerer, pools: Sequence[Sample], min_rate: float) -> dict:
+    """Stacked fit: each stage learns from the previous stage's out-of-fold (held-out article) outputs."""
+    sentence_oof = out_of_fold(pools, lambda chosen: fit_sentence(pools, chosen))
+    rows = [chunk_features(s.chunks, s.chunk_of, s.matrix, m.decision(s.matrix)) if len(s.matrix)
+            else chunk_features(s.chunks, [], s.matrix, np.zeros(0)) for s, m in zip(pools, sentence_oof, strict=True)]
+    chunk_oof = out_of_fold(pools, lambda chosen: fit_chunk(pools, rows, chosen))
+    orders = [np.argsort(-m.decision(r), kind="stable") for m, r in zip(chunk_oof, rows, strict=True)]
+    top_k = RetrievalConfig().default_top_k
+    tops = [sample(corpus, engine, s.question, [s.chunks[j] for j in order[:top_k]])
+            for s, order in zip(pools, orders, strict=True)]
+    x, correct = answer_rows(tops, sentence_oof)
+    answerable = np.array([s.question.answerable for s in pools])
+    target = answerable & correct
+    articles = np.array([s.question.article for s in pools])
+    answered = np.zeros(len(pools), dtype=bool)
+    for article in sorted(set(articles)):
+        model, threshold = fit_answerability(x, target, answerable, articles != article, min_rate)
+        held = articles == article
+        answered[held] = np.nan_to_num(sigmoid(model.decision(np.nan_to_num(x[held], nan=-1e3))), nan=0.0) >= threshold
+    evidence = [bool(s.chunk_labels[order[:5]].any()) for s, order in zip(pools, orders, strict=True)
+                if s.question.answerable]
+    fused = [bool(s.chunk_labels[:5].any()) for s in pools if s.question.answerable]
+    answerability, threshold = fit_answerability(x, target, answerable, np.ones(len(pools), dtype=bool), min_rate)
+    every = list(range(len(pools)))
+    return {
+        "fitted": Fitted(fit_sentence(pools, every), fit_chunk(pools, rows, every), answerability, threshold),
+        "cv": {
+            "folds": len(set(articles)),
+            "evidence@5_fused_order": round(float(np.mean(fused)), 4),
+            "evidence@5": round(float(np.mean(evidence)), 4),
+            "answer_rate_answerable": round(float(answered[answerable].mean()), 4),
+            "abstention_rate_unanswerable": round(float((~answered[~answerable]).mean()), 4),
+            "citation_precision": round(float(correct[answerable & answered].mean()), 4),
+            "best_sentence_holds_answer_all_answerable": round(float(correct[answerable].mean()), 4),
+        },
+    }
+
+
+def write_model(fitted: Fitted, cv: dict, min_rate: float, n: int) -> None:
+    names = lambda seq: "(\n" + "".join(f'    "{x}",\n' for x in seq) + ")"  # noqa: E731
+    model = lambda m: "(\n    [\n" + "".join(f"        {c!r},\n" for c in m.coef) + f"    ],\n    {m.intercept!r},\n)"  # noqa: E731
+    MODEL_FILE.write_text(f'''"""Coefficients of the extractive engine's answer scorer (generated by ``python -m bench.calibrate_abstention``).
+
+Fitted on SQuAD 2.0: {n} dev questions of 8 articles, 20 distractor articles in the same index,
+production retrieval and features. Cross-validated by article (each article held out once, the
+models and the threshold fitted on the other 7), target answer rate {min_rate}: gold answer in the
+top 5 chunks {cv["evidence@5"]:.1%} (fused order {cv["evidence@5_fused_order"]:.1%}); answered {cv["answer_rate_answerable"]:.1%} of answerable
+questions, refused {cv["abstention_rate_unanswerable"]:.1%} of unanswerable ones; the cited sentence held the gold answer
+in {cv["citation_precision"]:.1%} of answered answerable questions (best sentence right for {cv["best_sentence_holds_answer_all_answerable"]:.1%}
+of all answerable ones). Do not edit by hand: refit.
+"""
+
+VERSION = "squad2-lr-{dt.date.today().isoformat()}"
+SENTENCE_FEATURES = {names(FEATURE_NAMES)}
+SENTENCE = {model(fitted.sentence)}
+"""(coefficients, intercept) of P(sentence holds the answer) over ``SENTENCE_FEATURES``."""
+CHUNK_FEATURES = {names(CHUNK_FEATURE_NAMES)}
+CHUNK = {model(fitted.chunk)}
+"""(coefficients, intercept) of P(chunk holds the answer): reorders the answer path's evidence pool."""
+ANSWERABILITY_FEATURES = {names(ANSWERABILITY_NAMES)}
+ANSWERABILITY = {model(fitted.answerability)}
+"""(coefficients, intercept) of P(answerable and the best sentence holds the answer)."""
+THRESHOLD = {round(fitted.threshold, 4)}
+"""Answerability under which the engine abstains: answers {min_rate:.1%} of answerable SQuAD questions."""
+''')
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--min-answer-rate", type=float, default=0.8)
+    parser.add_argument("--dry-run", action="store_true", help="print the figures without writing the model")
     args = parser.parse_args()
     encoder = DiskCachedEncoder("squad")
     corpus, questions = build(encoder)
+    engine = ExtractiveAnswerer(encoder)
     try:
-        outcomes = evaluate_questions(corpus, questions, encoder, abstain_threshold=0.0)
+        pools = collect(corpus, questions, encoder, engine)
+        calibrated = calibrate(corpus, engine, pools, args.min_answer_rate)
     finally:
         encoder.save()
         corpus.close()
-    dump = CACHE_DIR / "squad-calibration.jsonl"
-    with dump.open("w") as fh:  # per-question features, for analysis beyond the one threshold
-        for o in outcomes:
-            fh.write(json.dumps({"id": o.question.id, "question": o.question.text, "article": o.question.article,
-                                 "answerable": o.question.answerable, "golds": [t for t, _ in o.question.answers],
-                                 "score": o.best_score, "sentence": o.best_sentence, "context": o.best_context,
-                                 "evidence_at_5": o.evidence_at_5, "short_answer": o.short_answer,
-                                 "citations": o.citations}) + "\n")
-    print("threshold  answered(answerable)  refused(unanswerable)")
-    for threshold in [x / 100 for x in range(20, 80, 2)]:
-        answered, refused = rates(outcomes, threshold)
-        print(f"{threshold:9.2f}  {answered:20.3f}  {refused:21.3f}")
-    chosen = choose(outcomes, args.min_answer_rate)
-    answered, refused = rates(outcomes, chosen)
-    articles = sorted({o.question.article for o in outcomes})
-    folds = []
-    for half in (set(articles[::2]), set(articles[1::2])):
-        fit = choose([o for o in outcomes if o.question.article in half], args.min_answer_rate)
-        held_out = [o for o in outcomes if o.question.article not in half]
-        folds.append({"threshold": fit, "held_out": dict(zip(("answered", "refused"), rates(held_out, fit)))})
-    print(json.dumps({"chosen_threshold": chosen, "answered_answerable": round(answered, 4),
-                      "refused_unanswerable": round(refused, 4), "two_fold": folds}, indent=1))
+    fitted: Fitted = calibrated["fitted"]
+    coefficients = lambda names, m: dict(zip(names, np.round(m.coef, 3).tolist(), strict=True))  # noqa: E731
+    result = {"date": dt.date.today().isoformat(), "questions": len(pools), "min_answer_rate": args.min_answer_rate,
+              "cross_validated_by_article": calibrated["cv"], "threshold": round(fitted.threshold, 4),
+              "sentence_model": coefficients(FEATURE_NAMES, fitted.sentence),
+              "chunk_model": coefficients(CHUNK_FEATURE_NAMES, fitted.chunk),
+              "answerability_model": coefficients(ANSWERABILITY_NAMES, fitted.answerability)}
+    print(json.dumps(result, indent=1))
+    if not args.dry_run:
+        write_model(fitted, calibrated["cv"], args.min_answer_rate, len(pools))
+        (RESULTS / f"squad-calibration-{result['date']}.json").write_text(json.dumps(result, indent=2) + "\n")
+        print(f"written {MODEL_FILE} and the figures to {RESULTS}")
 
 
 if __name__ == "__main__":

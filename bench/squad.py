@@ -3,7 +3,10 @@
 The 8 dev articles and 20 distractor articles are indexed together by the production code,
 one document per article (paragraphs joined by blank lines), so every gold answer has exact
 offsets in its document's text. Each dev question goes through the production path: hybrid
-retrieval (default top_k and fusion), then the extractive engine with its abstention threshold.
+retrieval (default fusion) of a wider pool reordered by sentence evidence and cut to the default
+top_k, as ``AnswerService`` does, then the extractive engine with its learned answerability
+threshold. The answer models were fitted on these same articles (``bench.calibrate_abstention``):
+the figures here are in-sample; the article-level cross-validated ones are in ``answer_model``.
 
 - evidence@5: share of answerable questions whose gold answer span lies inside one of the top 5
   retrieved chunks (same article, offsets covering the span);
@@ -25,6 +28,8 @@ from dataclasses import dataclass
 
 from bench.corpus import BenchCorpus, DiskCachedEncoder
 from bench.metrics import exact_match, mean, token_f1
+from services.rag.answers import answer_model
+from services.rag.answers.evidence import EvidenceRanker, pool_size
 from services.rag.answers.extractive import ExtractiveAnswerer, ExtractiveConfig
 from services.rag.retrieval import HybridRetriever, RetrievalConfig
 
@@ -82,7 +87,9 @@ class Outcome:
     """(start, end) in the article text of each citation in the right article; (-1, -1) elsewhere."""
     best_sentence: str = ""
     best_context: str = ""
-    """The chunk holding the best sentence (for the calibration's feature analysis)."""
+    """The chunk holding the best sentence."""
+    fused_evidence_at_5: bool = False
+    """evidence@5 of the fused order, before the answer path reorders the pool."""
 
 
 def evaluate_questions(corpus: BenchCorpus, questions: Sequence[Question], encoder,
@@ -90,15 +97,16 @@ def evaluate_questions(corpus: BenchCorpus, questions: Sequence[Question], encod
     retriever = HybridRetriever(corpus.index, encoder, RetrievalConfig())
     config = ExtractiveConfig() if abstain_threshold is None else ExtractiveConfig(abstain_threshold=abstain_threshold)
     engine = ExtractiveAnswerer(encoder, config)
+    evidence = EvidenceRanker(engine)
+    k = retriever.config.default_top_k
     outcomes = []
     for q in questions:
-        retrieved = retriever.retrieve(BenchCorpus.TENANT, q.text)
-        doc_of = {h.chunk.chunk_id: corpus.by_document_id[h.chunk.document_id].key for h in retrieved}
-        evidence = any(
-            doc_of[h.chunk.chunk_id] == q.article
-            and covers(h.chunk.provenance.char_start, h.chunk.provenance.char_end, q.answers)
-            for h in retrieved[:5]
-        )
+        # The answer path's evidence (AnswerService.evidence_for): a wider fused pool, reordered, cut to top_k.
+        pool = retriever.retrieve(BenchCorpus.TENANT, q.text, pool_size(k))
+        retrieved = evidence.rerank(q.text, pool)[:k]
+        holds = lambda hits: any(  # noqa: E731
+            corpus.by_document_id[h.chunk.document_id].key == q.article
+            and covers(h.chunk.provenance.char_start, h.chunk.provenance.char_end, q.answers) for h in hits[:5])
         ranked = engine.rank(q.text, retrieved)
         answer = engine.answer(q.text, retrieved)
         spans = tuple(
@@ -106,9 +114,9 @@ def evaluate_questions(corpus: BenchCorpus, questions: Sequence[Question], encod
             for c in answer.citations
         )
         best = ranked[0] if ranked else None
-        outcomes.append(Outcome(q, evidence, max(s.score for s in ranked) if ranked else 0.0, not answer.abstained,
+        outcomes.append(Outcome(q, holds(retrieved), engine.answerability(ranked), not answer.abstained,
                                 answer.short_answer, spans, best.span.text if best else "",
-                                best.retrieved.chunk.text if best else ""))
+                                best.retrieved.chunk.text if best else "", holds(pool)))
     return outcomes
 
 
@@ -122,6 +130,7 @@ def summarise(outcomes: Sequence[Outcome]) -> dict:
         "answerable": len(answerable),
         "unanswerable": len(unanswerable),
         "evidence@5": round(mean([float(o.evidence_at_5) for o in answerable]), 4),
+        "evidence@5_fused_order": round(mean([float(o.fused_evidence_at_5) for o in answerable]), 4),
         "exact_match": round(mean([exact_match(o.short_answer, golds(o)) if o.answered else 0.0 for o in answerable]), 4),
         "f1": round(mean([token_f1(o.short_answer, golds(o)) if o.answered else 0.0 for o in answerable]), 4),
         "exact_match_answered": round(mean([exact_match(o.short_answer, golds(o)) for o in answered]), 4),
@@ -155,6 +164,7 @@ def run(quick: bool) -> dict:
         encoder.save()
         return {"articles": len(corpus.documents), "chunks": corpus.chunk_count, "questions": len(chosen),
                 "index_seconds": round(corpus.index_seconds, 1),
+                "answer_model": answer_model.VERSION,
                 "abstain_threshold": ExtractiveConfig().abstain_threshold, **summarise(outcomes)}
     finally:
         corpus.close()

@@ -72,7 +72,7 @@ class RagAnswers:
             hits = await self._answers.retriever.search(tenant, sentence, self._k, [document_id])
             pool.update({h.chunk.chunk_id: h for h in hits if h.chunk.chunk_id not in pool})
             ranked = await asyncio.to_thread(extractive.rank, sentence, hits)
-            if not ranked or ranked[0].score < extractive.config.abstain_threshold:
+            if not ranked or extractive.answerability(ranked) < extractive.config.abstain_threshold:
                 continue
             best = ranked[0]
             if all((c.retrieved.chunk.document_id, c.page_start) != (best.retrieved.chunk.document_id,

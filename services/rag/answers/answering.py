@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from services.providers.errors import NoProviderAvailable
+from services.rag.answers.evidence import EvidenceRanker, pool_size
 from services.rag.answers.extractive import ExtractiveAnswerer
 from services.rag.answers.generative import GenerativeAnswerer
 from services.rag.agents.planner import split_question
@@ -102,9 +103,11 @@ class AnswerService:
         generative: GenerativeAnswerer | None = None,
         documents: DocumentLookup | None = None,
         can_generate: Callable[[], bool] | None = None,
+        evidence: EvidenceRanker | None = None,
     ) -> None:
         self.retriever = retriever
         self.extractive = extractive
+        self.evidence = evidence or EvidenceRanker(extractive)
         self._generative = generative
         self._documents = documents
         self._can_generate = can_generate or (lambda: generative is not None)
@@ -134,16 +137,23 @@ class AnswerService:
                                            request.document_ids or None, fusion, expand_with_graph)
 
     async def retrieve(self, tenant: str, request: QueryRequest, top_k: int | None = None) -> list[RetrievedChunk]:
-        """Evidence for the question; a multi-part question retrieves for each part and merges, best first."""
+        """Evidence for the question; a multi-part question retrieves for each part and interleaves them."""
         parts = question_parts(assess_question(request.question).cleaned)
-        k = top_k or request.top_k or None
-        found = await asyncio.gather(
-            *(self.retriever.search(tenant, part, k, request.document_ids or None) for part in parts)
-        )
+        k = top_k or request.top_k or self.retriever.config.default_top_k
+        found = await asyncio.gather(*(self.evidence_for(tenant, part, k, request.document_ids) for part in parts))
         merged: dict[str, RetrievedChunk] = {}
-        for hit in sorted((h for hits in found for h in hits), key=lambda h: -h.score):
-            merged.setdefault(hit.chunk.chunk_id, hit)
+        for rank in range(max(len(hits) for hits in found)):
+            for hits in found:
+                if rank < len(hits):
+                    merged.setdefault(hits[rank].chunk.chunk_id, hits[rank])
         return list(merged.values())
+
+    async def evidence_for(self, tenant: str, question: str, top_k: int,
+                           document_ids: Sequence[str] = ()) -> list[RetrievedChunk]:
+        """The ``top_k`` chunks for one question: a wider fused pool reordered by its sentences' evidence."""
+        pool = await self.retriever.search(tenant, question, pool_size(top_k), document_ids or None)
+        ranked = await asyncio.to_thread(self.evidence.rerank, question, pool)
+        return ranked[:top_k]
 
     async def compose(self, question: str, retrieved: Sequence[RetrievedChunk]) -> GroundedAnswer:
         """The answer from given evidence: generative when a provider serves it, else extractive.

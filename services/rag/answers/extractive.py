@@ -14,44 +14,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from services.rag.answers import lexical
+from services.rag.answers import answer_model, lexical
+from services.rag.answers.features import FEATURE_NAMES, Candidate, feature_matrix
 from services.rag.answers.injection import is_instruction
 from services.rag.answers.model import REFUSAL, AnswerSentence, Citation, GroundedAnswer, SupportStatus, with_marker
 from services.rag.answers.sentences import Span, split_sentences
-from services.rag.answers.spans import entity_labels, expected_types, short_answer
+from services.rag.answers.scoring import AnswerScorer, sigmoid
+from services.rag.answers.spans import short_answer
 from services.rag.answers.support import answer_status, confidence_note
 from services.rag.retrieval import RetrievedChunk
 from services.rag.retrieval.ports import QueryEncoder
 
-ABSTAIN_THRESHOLD = 0.54
-"""Best-sentence score under which the engine abstains.
-
-Calibrated with ``python -m bench.calibrate_abstention`` on SQuAD 2.0 (8 dev articles, 1,299
-answerable and 1,529 unanswerable questions, 20 distractor articles in the same index): the
-highest threshold that still answers >= 80% of answerable questions is 0.5435 (80.1% answered,
-31.4% of unanswerable refused; two-fold by article: 0.5443 / 0.5427, held-out 79.7% / 80.8%
-answered, 34.2% / 27.7% refused). Lower answers more and refuses less (0.50: 87.8% / 21.1%),
-higher refuses more (0.60: 68.2% / 46.4%). SQuAD 2.0's unanswerable questions are written to
-look answerable from the same paragraph, so a similarity threshold separates them poorly.
-"""
+ABSTAIN_THRESHOLD = answer_model.THRESHOLD
+"""Answerability probability under which the engine abstains (see ``answer_model`` for how it was fitted)."""
 
 
 @dataclass(frozen=True)
 class ExtractiveConfig:
     abstain_threshold: float = ABSTAIN_THRESHOLD
-    cosine_weight: float = 0.5
-    """Weight of MiniLM cosine similarity; the question-term coverage gets the rest."""
     max_sentences: int = 1
     """One sentence per (sub-)question: on SQuAD a runner-up within the margin lowered citation
     precision from 0.74 to 0.68 (bench/squad.py, all answerable dev questions) for little added answer."""
     runner_up_margin: float = 0.03
-    """A second sentence joins the answer only when it scores within this of the best."""
+    """A second sentence joins the answer only when its probability is within this of the best."""
     min_words: int = 3
     """Shorter fragments (headings, table labels) are not answers on their own."""
-    type_bonus: float = 0.1
-    """Ranking bonus for sentences holding an entity of the type the question asks for (who -> a
-    person, when -> a date ...). It reorders candidates only; abstention uses the plain score.
-    On SQuAD it moved citation precision 0.737 -> 0.743 and answer EM 0.289 -> 0.297."""
 
 
 @dataclass(frozen=True)
@@ -60,10 +47,13 @@ class ScoredSentence:
     span: Span
     """Offsets inside the chunk text."""
     score: float
+    """Probability that this sentence holds the answer (the learned sentence model)."""
     cosine: float
     coverage: float
     rank_score: float = 0.0
-    """``score`` plus the answer-type bonus; what candidates are ordered by."""
+    """What candidates are ordered by (the sentence model's decision value)."""
+    features: tuple[float, ...] = ()
+    """The sentence's ``features.FEATURE_NAMES`` row, kept for the answerability model."""
 
     @property
     def page_start(self) -> int:
@@ -75,46 +65,68 @@ class ScoredSentence:
 
 
 class ExtractiveAnswerer:
-    def __init__(self, encoder: QueryEncoder, config: ExtractiveConfig | None = None) -> None:
+    def __init__(self, encoder: QueryEncoder, config: ExtractiveConfig | None = None,
+                 scorer: AnswerScorer | None = None) -> None:
         self._encoder = encoder
         self.config = config or ExtractiveConfig()
+        self.scorer = scorer or AnswerScorer.shipped()
 
-    def rank(self, question: str, retrieved: Sequence[RetrievedChunk]) -> list[ScoredSentence]:
-        """Candidate sentences, best first, one per distinct page span (chunk overlaps repeat them)."""
-        candidates: list[tuple[RetrievedChunk, Span]] = []
+    def candidates(self, retrieved: Sequence[RetrievedChunk]) -> list[tuple[RetrievedChunk, Span, Candidate]]:
+        """Every sentence of the retrieved chunks once (chunk overlaps repeat them), in retrieval order."""
+        found: list[tuple[RetrievedChunk, Span, Candidate]] = []
         seen: set[tuple[str, int, int]] = set()
-        for hit in retrieved:
+        for rank, hit in enumerate(retrieved):
             p = hit.chunk.provenance
-            for span in split_sentences(hit.chunk.text):
+            spans = split_sentences(hit.chunk.text)
+            for i, span in enumerate(spans):
                 key = (p.document_id, p.section_index, p.char_start + span.start)
                 if key in seen or len(lexical.tokens(span.text)) < self.config.min_words or is_instruction(span.text):
                     continue
                 seen.add(key)
-                candidates.append((hit, span))
-        if not candidates:
-            return []
-        vectors = self._encoder.encode([question, *(span.text for _, span in candidates)])
+                window = hit.chunk.text[spans[max(i - 1, 0)].start : spans[min(i + 1, len(spans) - 1)].end]
+                found.append((hit, span, Candidate(span.text, window, hit.chunk.text, rank, hit.score)))
+        return found
+
+    def features(self, question: str, retrieved: Sequence[RetrievedChunk]
+                 ) -> tuple[list[tuple[RetrievedChunk, Span, Candidate]], np.ndarray]:
+        """The candidates and their feature matrix (one ``FEATURE_NAMES`` row each)."""
+        found = self.candidates(retrieved)
+        if not found:
+            return [], np.zeros((0, len(FEATURE_NAMES)))
+        vectors = self._encoder.encode([question, *(c.text for _, _, c in found)])
         cosines = np.asarray(vectors[1:] @ vectors[0], dtype=float)
-        terms = lexical.content_terms(question)
-        w = self.config.cosine_weight
-        wanted = expected_types(question) if self.config.type_bonus else frozenset()
-        scored = []
-        for (hit, span), cosine in zip(candidates, cosines, strict=True):
-            cover = lexical.coverage(terms, lexical.content_terms(span.text))
-            score = w * max(float(cosine), 0.0) + (1 - w) * cover
-            bonus = self.config.type_bonus if wanted and entity_labels(span.text) & wanted else 0.0
-            scored.append(ScoredSentence(hit, span, score, float(cosine), cover, score + bonus))
+        return found, feature_matrix(question, [c for _, _, c in found], cosines)
+
+    def rank(self, question: str, retrieved: Sequence[RetrievedChunk]) -> list[ScoredSentence]:
+        """Candidate sentences, most likely to hold the answer first."""
+        found, matrix = self.features(question, retrieved)
+        if not found:
+            return []
+        decisions = self.scorer.sentence_decisions(matrix)
+        probabilities = sigmoid(decisions)
+        cosine, coverage = FEATURE_NAMES.index("cosine"), FEATURE_NAMES.index("coverage")
+        scored = [
+            ScoredSentence(hit, span, float(p), float(row[cosine]), float(row[coverage]), float(d), tuple(row))
+            for (hit, span, _), row, d, p in zip(found, matrix, decisions, probabilities, strict=True)
+        ]
         scored.sort(key=lambda s: -s.rank_score)
         return scored
 
+    def answerability(self, ranked: Sequence[ScoredSentence]) -> float:
+        """Probability that the best-ranked sentence answers the question (0 with none)."""
+        if not ranked:
+            return 0.0
+        matrix = np.asarray([s.features for s in ranked], dtype=float)
+        return self.scorer.answerable(matrix, np.asarray([s.rank_score for s in ranked]))
+
     def select(self, ranked: Sequence[ScoredSentence]) -> list[ScoredSentence]:
         """The answer's sentences (in page order), or [] to abstain."""
-        if not ranked or max(s.score for s in ranked) < self.config.abstain_threshold:
+        if not ranked or self.answerability(ranked) < self.config.abstain_threshold:
             return []
         best = ranked[0]
         chosen = [best]
         for other in ranked[1 : self.config.max_sentences]:
-            if other.rank_score >= best.rank_score - self.config.runner_up_margin:
+            if other.score >= best.score - self.config.runner_up_margin:
                 chosen.append(other)
         return sorted(chosen, key=lambda s: (s.retrieved.chunk.document_id, s.page_start))
 

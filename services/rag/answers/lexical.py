@@ -14,13 +14,13 @@ from functools import lru_cache
 _WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _NEGATION = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot"})
-_QUESTION_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "does", "did", "do"})
+QUESTION_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "does", "did", "do"})
 
 _stem_lock = threading.Lock()
 
 
 @lru_cache(maxsize=1)
-def _stop_words() -> frozenset[str]:
+def stop_words() -> frozenset[str]:
     from spacy.lang.en.stop_words import STOP_WORDS
 
     # Negations carry meaning for support checks; numbers words are kept as content.
@@ -46,8 +46,8 @@ def tokens(text: str) -> list[str]:
 
 def content_terms(text: str) -> frozenset[str]:
     """Stemmed words that carry meaning (no stop words, no question words)."""
-    stop = _stop_words()
-    return frozenset(_stem(t.split("'")[0]) for t in tokens(text) if t not in stop and t not in _QUESTION_WORDS)
+    stop = stop_words()
+    return frozenset(_stem(t.split("'")[0]) for t in tokens(text) if t not in stop and t not in QUESTION_WORDS)
 
 
 def coverage(needed: frozenset[str], available: Iterable[str] | frozenset[str]) -> float:

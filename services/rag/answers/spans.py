@@ -50,11 +50,16 @@ def _nlp():
 
 
 @lru_cache(maxsize=50_000)
-def entity_labels(sentence: str) -> frozenset[str]:
-    """spaCy entity labels present in a sentence (cached: popular chunks come back often)."""
+def entities(sentence: str) -> tuple[tuple[str, str], ...]:
+    """spaCy's (label, text) entities of a sentence (cached: popular chunks come back often)."""
     with _lock:
         doc = _nlp()(sentence)
-    return frozenset(ent.label_ for ent in doc.ents)
+    return tuple((ent.label_, ent.text) for ent in doc.ents)
+
+
+def entity_labels(sentence: str) -> frozenset[str]:
+    """spaCy entity labels present in a sentence."""
+    return frozenset(label for label, _ in entities(sentence))
 
 
 def expected_types(question: str) -> frozenset[str]:

@@ -1,0 +1,145 @@
+"""Generic evidence features of candidate sentences for a question, for the learned answer scorer.
+
+Every feature is question-agnostic in form (no vocabulary of its own) and computed from the
+question, the sentence, its chunk and the other candidates only, so the same code serves a
+benchmark and any user's documents:
+
+- MiniLM cosine of question and sentence;
+- coverage of the question's content terms by the sentence, plain and weighted by a local idf
+  (terms frequent among the candidates, such as the document's topic, count less), by the
+  sentence with its neighbours (pronouns point back), and by its whole chunk;
+- question bigrams found verbatim in the sentence;
+- the question's names and numbers (capitalised words, digits) missing from the sentence and
+  from everything retrieved: SQuAD 2.0-style unanswerable questions often swap in one;
+- whether the sentence holds an entity of the type the question asks for (who → a person,
+  when → a date ...) that the question does not already name;
+- negation in the question only (a classic unanswerable twist) or in the sentence only; the chunk's retrieval rank and relative score; the sentence's
+  lead over the best other candidate.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from services.rag.answers import lexical
+from services.rag.answers.spans import entities, expected_types
+
+FEATURE_NAMES: tuple[str, ...] = (
+    "cosine",
+    "coverage",
+    "idf_coverage",
+    "idf_coverage_window",
+    "idf_coverage_chunk",
+    "bigrams",
+    "missing_names",
+    "missing_names_window",
+    "missing_names_pool",
+    "typed_entity",
+    "untyped_question",
+    "question_only_negated",
+    "sentence_only_negated",
+    "chunk_reciprocal_rank",
+    "chunk_relative_score",
+    "log_length",
+    "cosine_lead",
+    "idf_lead",
+)
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]*")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate sentence: its text, its neighbours' text, its chunk's text and retrieval rank."""
+
+    text: str
+    window: str
+    chunk_text: str
+    chunk_rank: int
+    chunk_score: float
+
+
+def question_names(question: str) -> frozenset[str]:
+    """Capitalised words past the first word, and numbers, lower-cased."""
+    stop = lexical.stop_words()
+    words = [m.group(0) for m in _WORD.finditer(question)]
+    names = {w.lower() for i, w in enumerate(words) if (i > 0 and w[0].isupper()) or any(ch.isdigit() for ch in w)}
+    return frozenset(n for n in names if n not in stop)
+
+
+def _idf(candidates: Sequence[Candidate]) -> dict[str, float]:
+    df: Counter[str] = Counter()
+    for c in candidates:
+        df.update(lexical.content_terms(c.text))
+    n = len(candidates)
+    return {t: math.log((n + 1) / (f + 0.5)) for t, f in df.items()} | {"": math.log((n + 1) / 0.5)}
+
+
+def _weighted(terms: frozenset[str], have: frozenset[str], idf: dict[str, float]) -> float:
+    if not terms:
+        return 1.0
+    unseen = idf[""]
+    total = sum(idf.get(t, unseen) for t in terms)
+    return sum(idf.get(t, unseen) for t in terms & have) / total
+
+
+def _bigrams(text: str) -> set[tuple[str, str]]:
+    words = [w for w in lexical.tokens(text) if w not in lexical.QUESTION_WORDS]
+    return set(zip(words, words[1:]))
+
+
+def feature_matrix(question: str, candidates: Sequence[Candidate], cosines: np.ndarray) -> np.ndarray:
+    """One row of ``FEATURE_NAMES`` per candidate."""
+    if not candidates:
+        return np.zeros((0, len(FEATURE_NAMES)))
+    terms = lexical.content_terms(question)
+    idf = _idf(candidates)
+    names = question_names(question)
+    pool_words = set().union(*(lexical.tokens(c.chunk_text) for c in candidates))
+    missing_pool = len([n for n in names if n not in pool_words]) / max(len(names), 1)
+    wanted = expected_types(question)
+    q_bigrams = _bigrams(question)
+    q_negated = lexical.negated(question)
+    q_lower = question.lower()
+    top_score = max(max(c.chunk_score for c in candidates), 1e-9)
+    rows = []
+    for c, cosine in zip(candidates, cosines, strict=True):
+        have = lexical.content_terms(c.text)
+        words = set(lexical.tokens(c.text))
+        window_words = set(lexical.tokens(c.window))
+        negated = lexical.negated(c.text)
+        typed = any(label in wanted and text.lower() not in q_lower for label, text in entities(c.text)) if wanted else False
+        rows.append([
+            max(float(cosine), 0.0),
+            lexical.coverage(terms, have),
+            _weighted(terms, have, idf),
+            _weighted(terms, lexical.content_terms(c.window), idf),
+            _weighted(terms, lexical.content_terms(c.chunk_text), idf),
+            len(q_bigrams & _bigrams(c.text)) / max(len(q_bigrams), 1),
+            len([n for n in names if n not in words]) / max(len(names), 1),
+            len([n for n in names if n not in window_words]) / max(len(names), 1),
+            missing_pool,
+            float(typed),
+            float(not wanted),
+            float(q_negated and not negated),
+            float(negated and not q_negated),
+            1.0 / (1 + c.chunk_rank),
+            max(c.chunk_score, 0.0) / top_score,
+            math.log1p(len(words)),
+            0.0,
+            0.0,
+        ])
+    matrix = np.asarray(rows, dtype=float)
+    for column, lead in ((0, len(FEATURE_NAMES) - 2), (2, len(FEATURE_NAMES) - 1)):  # how far each candidate stands above the best other one
+        values = matrix[:, column]
+        if len(values) > 1:
+            order = np.argsort(-values)
+            best, second = values[order[0]], values[order[1]]
+            matrix[:, lead] = values - np.where(np.arange(len(values)) == order[0], second, best)
+    return matrix
