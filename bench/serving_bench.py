@@ -15,7 +15,7 @@ is cached on that path). Answering caches sentence vectors per process (``Cached
 so Query is measured twice: cold (each way answers its own unseen questions one at a time)
 (at the first corpus size only) and warm (a fixed set of questions every way has answered
 once before the timed rounds). Peak RSS of every mesh process is read from
-the kernel (VmHWM) at the end. Clients run in this process (Python grpcio/httpx), so their
+the kernel (VmHWM) at the end. Clients run in this process (Python grpcio/aiohttp), so their
 cost is part of the gRPC and REST figures, as it is for any Python caller.
 
     python -m bench.serving_bench [--quick] [--sizes 1000,10000] [--out PATH]
