@@ -25,10 +25,13 @@ class GraphSyncSettings(BaseSettings):
     """Feed ready documents to the knowledge graph in the background (false: documents say DISABLED)."""
     poll_interval_s: float = Field(default=5.0, gt=0)
     """Longest sleep of the graph-sync worker between two looks at the outbox (new work wakes it at once)."""
+    ingestion_quiet_s: float = Field(default=1.0, ge=0)
+    """The worker starts syncing only once no document has been ingested, re-indexed or deleted
+    for this long: NLP extraction competes with embedding for the same cores, and back-to-back
+    uploads leave gaps of milliseconds between them."""
     yield_to_ingestion_max_s: float = Field(default=30.0, ge=0)
-    """While documents are being ingested, the worker holds back NLP extraction (it competes with
-    embedding for the same cores) for at most this long in a row, then syncs one document and
-    holds back again; 0 never holds back."""
+    """Longest the worker holds back in a row for ingestion; then it syncs one document and holds
+    back again, so a long bulk upload delays the graph but never starves it (0: never holds back)."""
     backoff_initial_s: float = Field(default=2.0, gt=0)
     """Delay before the first retry of a failed graph sync; doubled on each further failure."""
     backoff_max_s: float = Field(default=300.0, gt=0)

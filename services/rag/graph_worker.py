@@ -8,10 +8,11 @@ ingestion: documents are READY before it ever sees them.
 
 Documents being ingested, re-indexed or deleted hold their per-document lock; the worker
 looks again later rather than racing them, and every write it makes is guarded by the
-entry's sequence, so a newer intent (a re-index, a delete) always wins. While any document
-holds its lock, the worker also holds back NLP extraction (it would slow the embedding of the
-upload a user is waiting for), for at most ``yield_to_ingestion_max_s`` in a row, so a long
-bulk upload delays the graph but never starves it.
+entry's sequence, so a newer intent (a re-index, a delete) always wins. The worker also
+holds back while ingestion is busy (until no document lock has been held for
+``ingestion_quiet_s``): its NLP extraction would slow the embedding of the uploads users are
+waiting for. It holds back for at most ``yield_to_ingestion_max_s`` in a row, so a long bulk
+upload delays the graph but never starves it.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class GraphSyncWorker:
         self._locks = locks
         self._poll_s = settings.poll_interval_s
         self._retry = RetryPolicy(settings.backoff_initial_s, settings.backoff_max_s)
+        self._quiet_s = settings.ingestion_quiet_s
         self._yield_max_s = settings.yield_to_ingestion_max_s
         self._yielding_since: float | None = None
         self._wake = asyncio.Event()
@@ -102,6 +104,9 @@ class GraphSyncWorker:
         while True:
             self._wake.clear()  # before looking: an enqueue after the look sets it again
             try:
+                if self._yield_to_ingestion():
+                    await asyncio.sleep(max(self._quiet_s - self._locks.quiet_for(), 0.0) + 0.01)
+                    continue
                 if await self.run_once():
                     continue
                 await self._sleep_until_due()
@@ -163,9 +168,6 @@ class GraphSyncWorker:
         if record.status is not DocumentStatus.READY:  # interrupted mid-ingestion; resumed at startup
             await asyncio.to_thread(self._outbox.defer, entry, self._poll_s)
             return
-        if entry.facts is None and self._yield_to_ingestion():
-            await asyncio.to_thread(self._outbox.defer, entry, self._poll_s)
-            return
         started = time.perf_counter()
         cached = entry.facts is not None
         if entry.facts is not None:
@@ -184,8 +186,8 @@ class GraphSyncWorker:
             "nlp_ms": round((extracted - started) * 1000, 2), "upsert_ms": round((published - extracted) * 1000, 2)}})
 
     def _yield_to_ingestion(self) -> bool:
-        """True while ingestion is in flight and the worker has not yet held back for too long."""
-        if self._yield_max_s <= 0 or not self._locks.any_busy():
+        """True while ingestion is busy or only just done, unless the worker has held back too long."""
+        if self._yield_max_s <= 0 or self._locks.quiet_for() >= self._quiet_s:
             self._yielding_since = None
             return False
         now = time.monotonic()

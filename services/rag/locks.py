@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -10,6 +12,7 @@ from contextlib import asynccontextmanager
 class KeyedLocks:
     def __init__(self) -> None:
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._last_release = -math.inf
 
     @asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[None]:
@@ -22,12 +25,13 @@ class KeyedLocks:
             lock, users = self._locks[key]
             if users <= 1:
                 del self._locks[key]
+                self._last_release = time.monotonic()
             else:
                 self._locks[key] = (lock, users - 1)
 
     def busy(self, key: str) -> bool:
         return key in self._locks
 
-    def any_busy(self) -> bool:
-        """True while any key is held (a document is being ingested, re-indexed or deleted)."""
-        return bool(self._locks)
+    def quiet_for(self) -> float:
+        """Seconds since the last key was released; 0 while any key is held."""
+        return 0.0 if self._locks else time.monotonic() - self._last_release

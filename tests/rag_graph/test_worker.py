@@ -182,24 +182,27 @@ async def test_a_running_worker_picks_up_documents_whose_enqueue_was_lost(stores
         await harness.worker.stop()
 
 
-async def test_extraction_holds_back_while_documents_are_ingested_but_never_for_ever(stores) -> None:
-    harness = Harness(stores, yield_to_ingestion_max_s=0.4)
-    harness.stores.add_ready("acme", "doc", TEXT)
-    harness.stores.outbox.enqueue_upsert("acme", "doc")
+async def test_the_worker_holds_back_while_documents_are_ingested_but_never_for_ever(stores) -> None:
+    harness = Harness(stores, ingestion_quiet_s=0.3, yield_to_ingestion_max_s=1.0)
+    stores.add_ready("acme", "doc", TEXT)
+    stores.outbox.enqueue_upsert("acme", "doc")
+    await harness.worker.start()
+    try:
+        async with harness.locks.hold("a-document-being-ingested"):
+            started = time.monotonic()
+            harness.worker.notify()
+            await asyncio.sleep(0.5)
+            assert harness.writer.upserts == [] and harness.extractor.tenants == []  # held back
+            await _until(lambda: harness.writer.upserts)  # still busy, but not for ever
+            assert time.monotonic() - started >= 1.0
+        assert stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.SYNCED
 
-    async with harness.locks.hold("another-document-being-ingested"):
-        started = time.monotonic()
-        assert await harness.worker.run_once() is True
-        assert harness.extractor.tenants == [] and harness.writer.upserts == []  # held back
-        entry = harness.stores.outbox.get("acme", "doc")
-        assert entry.attempts == 0 and entry.last_error in ("", None)  # a deferral, not a failure
-        while not harness.writer.upserts:  # still busy: it holds back, then syncs once the cap is reached
-            await asyncio.sleep(0.06)
-            await harness.worker.run_once()
-        assert time.monotonic() - started >= 0.4
-    assert harness.stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.SYNCED
-
-    harness.stores.add_ready("acme", "doc-2", TEXT)
-    harness.stores.outbox.enqueue_upsert("acme", "doc-2")
-    assert await harness.worker.run_once() is True  # nothing in flight: no holding back
-    assert len(harness.writer.upserts) == 2
+        stores.add_ready("acme", "later", TEXT)
+        stores.outbox.enqueue_upsert("acme", "later")
+        released = time.monotonic()  # the lock above was released just now: a quiet period first
+        harness.worker.notify()
+        await _until(lambda: len(harness.writer.upserts) == 2)
+        assert time.monotonic() - released >= 0.25
+    finally:
+        await harness.worker.stop()
+    assert stores.outbox.get("acme", "doc") is None and stores.outbox.get("acme", "later") is None
