@@ -33,7 +33,7 @@ class AnswerSettings(BaseSettings):
     max_top_k: int = Field(default=50, ge=1, le=200)
     """Largest top_k a request may ask for (INVALID_ARGUMENT above)."""
     abstain_threshold: float = Field(default=ABSTAIN_THRESHOLD, ge=0, le=1)
-    """Extractive answers abstain when the best sentence scores below this (calibrated on SQuAD 2.0)."""
+    """Extractive answers abstain when the learned answerability (a probability) is below this (fitted on SQuAD 2.0)."""
     generative_answers: bool = True
     """Use an LLM provider for answers when one is configured for the ``answer`` task (else extractive)."""
     llm_planner: bool = True

@@ -3,9 +3,9 @@
 Fitted on SQuAD 2.0: 2828 dev questions of 8 articles, 20 distractor articles in the same index,
 production retrieval and features. Cross-validated by article (each article held out once, the
 models and the threshold fitted on the other 7), target answer rate 0.815: gold answer in the
-top 5 chunks 95.5% (fused order 92.8%); answered 80.5% of answerable
-questions, refused 36.7% of unanswerable ones; the cited sentence held the gold answer
-in 79.2% of answered answerable questions (best sentence right for 70.0%
+top 5 chunks 95.5% (fused order 92.8%); answered 81.3% of answerable
+questions, refused 37.1% of unanswerable ones; the cited sentence held the gold answer
+in 78.6% of answered answerable questions (best sentence right for 70.2%
 of all answerable ones). Do not edit by hand: refit.
 """
 
@@ -17,6 +17,9 @@ SENTENCE_FEATURES = (
     "idf_coverage_window",
     "idf_coverage_chunk",
     "bigrams",
+    "longest_match",
+    "idf_coverage_pool",
+    "degree_missing",
     "missing_names",
     "missing_names_window",
     "missing_names_pool",
@@ -32,26 +35,29 @@ SENTENCE_FEATURES = (
 )
 SENTENCE = (
     [
-        0.8169478628595735,
-        -2.854232870696802,
-        1.593121402609307,
-        1.9825606808323317,
-        -0.07603928230306223,
-        1.9478481800184209,
-        0.4696088582800907,
-        -0.6871119719313061,
-        0.2660641222854574,
-        1.4128624249665043,
-        1.046423058870135,
-        -0.5390567492009942,
-        0.22495845826709826,
-        0.28436182939474675,
-        2.935080151472897,
-        0.17685879690043538,
-        6.092744457919108,
-        3.870513207491604,
+        0.8817130904132464,
+        -2.6086417519173515,
+        1.312313536342628,
+        1.864029424336101,
+        -0.11337980228583118,
+        1.7133181600726541,
+        0.2815294513857981,
+        0.44722098909738145,
+        0.016132461576700608,
+        0.5064149977429405,
+        -0.7086760884882854,
+        0.3043255037003001,
+        1.4167197026652856,
+        1.0468100494981838,
+        -0.5067674233103462,
+        0.21914181251241696,
+        0.24367005302021455,
+        3.0547260290185756,
+        0.1613546829747831,
+        6.115343230238646,
+        3.9360848986085015,
     ],
-    -5.928637672236824,
+    -6.344851975420206,
 )
 """(coefficients, intercept) of P(sentence holds the answer) over ``SENTENCE_FEATURES``."""
 CHUNK_FEATURES = (
@@ -66,16 +72,16 @@ CHUNK_FEATURES = (
 )
 CHUNK = (
     [
-        0.8482424195378682,
-        0.41046792994203835,
-        -0.8960788493058757,
-        0.034054309495400864,
-        0.8304320187064602,
-        1.5729793671675583,
-        0.4624730674470584,
-        -0.3246148239264896,
+        0.858619182189422,
+        0.366813357751004,
+        -0.8907619456294729,
+        0.03917752286365179,
+        0.8305049165725993,
+        1.5176564886017967,
+        0.4777953016319621,
+        -0.3375530733050744,
     ],
-    -0.9987064356769695,
+    -0.9730519579348424,
 )
 """(coefficients, intercept) of P(chunk holds the answer): reorders the answer path's evidence pool."""
 ANSWERABILITY_FEATURES = (
@@ -91,6 +97,9 @@ ANSWERABILITY_FEATURES = (
     "best_idf_coverage_window",
     "best_idf_coverage_chunk",
     "best_bigrams",
+    "best_longest_match",
+    "best_idf_coverage_pool",
+    "best_degree_missing",
     "best_missing_names",
     "best_missing_names_window",
     "best_missing_names_pool",
@@ -106,33 +115,36 @@ ANSWERABILITY_FEATURES = (
 )
 ANSWERABILITY = (
     [
-        -0.41453077240027597,
-        0.04710371478901394,
-        -4.619562229586412,
-        -1.145878618704527,
-        0.7739789789412286,
-        -0.5334301740750599,
-        7.891337693163406,
-        -2.3893311075404973,
-        6.203233452841251,
-        0.8927487426000336,
-        -1.765688418983477,
-        0.5243705830117527,
-        0.33021883304453536,
-        -0.9233840031263414,
-        0.5218034540731733,
-        1.4051046221379182,
-        0.9875115167947592,
-        -3.210094058215637,
-        0.2926582432670324,
-        1.1498571006306075,
-        2.0629230379601093,
-        0.21483611153980667,
-        1.945493231538174,
-        1.871846367084462,
+        -0.6511651754925978,
+        0.05207194800206962,
+        -3.6545965483407636,
+        -1.2496117002769342,
+        0.8477994981406631,
+        -0.4149899972771331,
+        7.918967427591932,
+        -3.332769158002018,
+        6.190717762466903,
+        1.2224467553329026,
+        -1.8694086783836374,
+        0.30304266076810127,
+        0.9218898404471283,
+        0.29766493756890394,
+        -0.8532339873977683,
+        0.5121847940824157,
+        -1.117354981253288,
+        0.5983595756398306,
+        1.726861686798396,
+        1.2358433060439997,
+        -3.333010519288949,
+        0.35442369543007096,
+        1.0902823542575386,
+        2.6825545265141226,
+        0.28376718881668234,
+        3.3256285178868947,
+        2.85636412957045,
     ],
-    -8.511319578884034,
+    -10.222640549841223,
 )
 """(coefficients, intercept) of P(answerable and the best sentence holds the answer)."""
-THRESHOLD = 0.1823
+THRESHOLD = 0.1811
 """Answerability under which the engine abstains: answers 81.5% of answerable SQuAD questions."""

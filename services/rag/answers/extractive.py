@@ -1,10 +1,13 @@
-"""The offline answer engine: the best-supported sentences of the retrieved chunks, each cited.
+"""The offline answer engine: the best-supported sentence of the retrieved chunks, cited.
 
-Every sentence of every retrieved chunk is a candidate, scored against the question by MiniLM
-cosine similarity and by the share of the question's content terms it contains; planted
-instructions are never candidates. The best sentence answers, a close runner-up may join it,
-and when even the best is too weak the answer is the fixed refusal sentence. Citations carry
-exact offsets in the page text: ``provenance.char_start`` + the sentence's offset in the chunk.
+Every sentence of every retrieved chunk is a candidate (planted instructions never are). Each
+gets generic evidence features (``features``: MiniLM cosine, idf-weighted coverage of the
+question's terms by the sentence, its neighbours and its chunk, verbatim runs, missing names
+and numbers, answer-type match, negation, retrieval rank ...) and a learned probability of
+holding the answer (``scoring``); the best one answers. A second learned model reads the best
+candidate and its lead over the rest and says whether the question is answered at all; under
+the calibrated threshold the answer is the fixed refusal sentence. Citations carry exact
+offsets in the page text: ``provenance.char_start`` + the sentence's offset in the chunk.
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ benchmark and any user's documents:
 - coverage of the question's content terms by the sentence, plain and weighted by a local idf
   (terms frequent among the candidates, such as the document's topic, count less), by the
   sentence with its neighbours (pronouns point back), and by its whole chunk;
-- question bigrams found verbatim in the sentence;
+- question bigrams, and the longest run of question words, found verbatim in the sentence;
+- comparatives and superlatives of the question ("largest", "first", "only") missing around the
+  sentence: another favourite twist of unanswerable questions;
 - the question's names and numbers (capitalised words, digits) missing from the sentence and
   from everything retrieved: SQuAD 2.0-style unanswerable questions often swap in one;
 - whether the sentence holds an entity of the type the question asks for (who → a person,
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.rag.answers import lexical
-from services.rag.answers.spans import entities, expected_types
+from services.rag.answers.spans import degree_words, entities, expected_types
 
 FEATURE_NAMES: tuple[str, ...] = (
     "cosine",
@@ -37,6 +39,9 @@ FEATURE_NAMES: tuple[str, ...] = (
     "idf_coverage_window",
     "idf_coverage_chunk",
     "bigrams",
+    "longest_match",
+    "idf_coverage_pool",
+    "degree_missing",
     "missing_names",
     "missing_names_window",
     "missing_names_pool",
@@ -94,6 +99,19 @@ def _bigrams(text: str) -> set[tuple[str, str]]:
     return set(zip(words, words[1:]))
 
 
+def _longest_run(question: list[str], sentence: list[str]) -> int:
+    """Longest run of consecutive question words found verbatim in the sentence."""
+    best, previous = 0, [0] * (len(sentence) + 1)
+    for q in question:
+        current = [0] * (len(sentence) + 1)
+        for j, w in enumerate(sentence, 1):
+            if w == q:
+                current[j] = previous[j - 1] + 1
+                best = max(best, current[j])
+        previous = current
+    return best
+
+
 def feature_matrix(question: str, candidates: Sequence[Candidate], cosines: np.ndarray) -> np.ndarray:
     """One row of ``FEATURE_NAMES`` per candidate."""
     if not candidates:
@@ -105,6 +123,9 @@ def feature_matrix(question: str, candidates: Sequence[Candidate], cosines: np.n
     missing_pool = len([n for n in names if n not in pool_words]) / max(len(names), 1)
     wanted = expected_types(question)
     q_bigrams = _bigrams(question)
+    q_words = [w for w in lexical.tokens(question) if w not in lexical.QUESTION_WORDS]
+    pool_coverage = _weighted(terms, frozenset().union(*(lexical.content_terms(c.chunk_text) for c in candidates)), idf)
+    degrees = degree_words(question)
     q_negated = lexical.negated(question)
     q_lower = question.lower()
     top_score = max(max(c.chunk_score for c in candidates), 1e-9)
@@ -122,6 +143,9 @@ def feature_matrix(question: str, candidates: Sequence[Candidate], cosines: np.n
             _weighted(terms, lexical.content_terms(c.window), idf),
             _weighted(terms, lexical.content_terms(c.chunk_text), idf),
             len(q_bigrams & _bigrams(c.text)) / max(len(q_bigrams), 1),
+            _longest_run(q_words, lexical.tokens(c.text)) / max(len(q_words), 1),
+            pool_coverage,
+            float(bool(degrees - window_words)),
             len([n for n in names if n not in words]) / max(len(names), 1),
             len([n for n in names if n not in window_words]) / max(len(names), 1),
             missing_pool,

@@ -57,6 +57,18 @@ def entities(sentence: str) -> tuple[tuple[str, str], ...]:
     return tuple((ent.label_, ent.text) for ent in doc.ents)
 
 
+_DEGREE_TAGS = frozenset({"JJR", "JJS", "RBR", "RBS"})
+_DEGREE_WORDS = frozenset({"first", "last", "only", "most", "least", "more", "less", "never", "always"})
+
+
+@lru_cache(maxsize=4096)
+def degree_words(question: str) -> frozenset[str]:
+    """Comparatives, superlatives and other degree words of a question ("largest", "first", "only"), lower-cased."""
+    with _lock:
+        doc = _nlp()(question)
+    return frozenset(t.lower_ for t in doc if t.tag_ in _DEGREE_TAGS or t.lower_ in _DEGREE_WORDS)
+
+
 def entity_labels(sentence: str) -> frozenset[str]:
     """spaCy entity labels present in a sentence."""
     return frozenset(label for label, _ in entities(sentence))
