@@ -132,3 +132,12 @@ def test_out_of_fold_never_fits_on_the_held_out_article():
     samples = [SimpleNamespace(question=SimpleNamespace(article=a)) for a in ("x", "y", "x", "z")]
     fitted = out_of_fold(samples, lambda chosen: frozenset(samples[i].question.article for i in chosen))
     assert [sorted(f) for f in fitted] == [["y", "z"], ["x", "z"], ["y", "z"], ["x", "y"]]
+
+
+def test_words_naming_the_source_and_reporting_verbs_need_no_cover_from_the_sentence():
+    sentence = "The cafeteria serves lunch from noon until two o'clock."
+    named = [Candidate(sentence, sentence, sentence, 0, 1.0, source="cafeteria notes")]
+    unnamed = [Candidate(sentence, sentence, sentence, 0, 1.0, source="handbook")]
+    question = "What do the cafeteria notes say about lunch?"
+    assert feature_matrix(question, named, np.array([0.5]))[0, COL["coverage"]] == 1.0
+    assert feature_matrix(question, unnamed, np.array([0.5]))[0, COL["coverage"]] == pytest.approx(2 / 3)

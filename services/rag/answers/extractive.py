@@ -80,6 +80,7 @@ class ExtractiveAnswerer:
         seen: set[tuple[str, int, int]] = set()
         for rank, hit in enumerate(retrieved):
             p = hit.chunk.provenance
+            source = " ".join((p.filename.rsplit(".", 1)[0], *p.heading_path))
             spans = split_sentences(hit.chunk.text)
             for i, span in enumerate(spans):
                 key = (p.document_id, p.section_index, p.char_start + span.start)
@@ -87,7 +88,7 @@ class ExtractiveAnswerer:
                     continue
                 seen.add(key)
                 window = hit.chunk.text[spans[max(i - 1, 0)].start : spans[min(i + 1, len(spans) - 1)].end]
-                found.append((hit, span, Candidate(span.text, window, hit.chunk.text, rank, hit.score)))
+                found.append((hit, span, Candidate(span.text, window, hit.chunk.text, rank, hit.score, source)))
         return found
 
     def features(self, question: str, retrieved: Sequence[RetrievedChunk]

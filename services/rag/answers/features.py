@@ -68,6 +68,9 @@ class Candidate:
     chunk_text: str
     chunk_rank: int
     chunk_score: float
+    source: str = ""
+    """The document's name and the chunk's heading path: question words naming the source
+    ("what do the cafeteria notes say ...") are satisfied by it, not by the sentence."""
 
 
 def question_names(question: str) -> frozenset[str]:
@@ -76,6 +79,14 @@ def question_names(question: str) -> frozenset[str]:
     words = [m.group(0) for m in _WORD.finditer(question)]
     names = {w.lower() for i, w in enumerate(words) if (i > 0 and w[0].isupper()) or any(ch.isdigit() for ch in w)}
     return frozenset(n for n in names if n not in stop)
+
+
+_REPORTING = "say says said mention mentions mentioned describe describes described tell tells told according"
+
+
+def question_terms(question: str) -> frozenset[str]:
+    """Content terms an answer sentence should cover: reporting verbs ("what does it say") left out."""
+    return lexical.content_terms(question) - lexical.content_terms(_REPORTING)
 
 
 def _idf(candidates: Sequence[Candidate]) -> dict[str, float]:
@@ -116,7 +127,7 @@ def feature_matrix(question: str, candidates: Sequence[Candidate], cosines: np.n
     """One row of ``FEATURE_NAMES`` per candidate."""
     if not candidates:
         return np.zeros((0, len(FEATURE_NAMES)))
-    terms = lexical.content_terms(question)
+    all_terms = question_terms(question)
     idf = _idf(candidates)
     names = question_names(question)
     pool_words = set().union(*(lexical.tokens(c.chunk_text) for c in candidates))
@@ -124,13 +135,14 @@ def feature_matrix(question: str, candidates: Sequence[Candidate], cosines: np.n
     wanted = expected_types(question)
     q_bigrams = _bigrams(question)
     q_words = [w for w in lexical.tokens(question) if w not in lexical.QUESTION_WORDS]
-    pool_coverage = _weighted(terms, frozenset().union(*(lexical.content_terms(c.chunk_text) for c in candidates)), idf)
+    pool_coverage = _weighted(all_terms, frozenset().union(*(lexical.content_terms(c.chunk_text) for c in candidates)), idf)
     degrees = degree_words(question)
     q_negated = lexical.negated(question)
     q_lower = question.lower()
     top_score = max(max(c.chunk_score for c in candidates), 1e-9)
     rows = []
     for c, cosine in zip(candidates, cosines, strict=True):
+        terms = all_terms - lexical.content_terms(c.source)
         have = lexical.content_terms(c.text)
         words = set(lexical.tokens(c.text))
         window_words = set(lexical.tokens(c.window))
