@@ -82,7 +82,8 @@ def test_answerability_reads_the_best_candidate_and_the_margin():
     assert len(row) == len(ANSWERABILITY_NAMES)
     assert row[0] == 2.0 and row[1] == pytest.approx(1.5)
     assert list(row[-len(FEATURE_NAMES):]) == list(matrix[1])
-    scorer = AnswerScorer(LinearModel((0.0,) * len(FEATURE_NAMES), 0.0), LinearModel((0.0,) * len(ANSWERABILITY_NAMES), 0.0))
+    scorer = AnswerScorer(LinearModel((0.0,) * len(FEATURE_NAMES), 0.0),
+                          LinearModel((0.0,) * len(ANSWERABILITY_NAMES), 0.0))
     assert scorer.answerable(np.zeros((0, len(FEATURE_NAMES))), np.zeros(0)) == 0.0
     assert scorer.answerable(matrix, np.array([0.5, 2.0])) == pytest.approx(0.5)
 
@@ -94,7 +95,7 @@ def retrieved(tenant: str, doc: str, text: str, ordinal: int, score: float) -> R
 def test_evidence_ranker_lifts_the_chunk_whose_sentence_answers():
     engine = ExtractiveAnswerer(get_embedder())
     pool = [
-        retrieved("t", "a", "The Lyon warehouse is large. It stores turbine blades and spare parts for wind farms.", 0, 3.0),
+        retrieved("t", "a", "The Lyon warehouse is large. It stores turbine blades and parts for wind farms.", 0, 3.0),
         retrieved("t", "b", "The cafeteria menu changes every Monday. Lunch is served at noon.", 1, 2.0),
         retrieved("t", "c", "Claire Dubois opened the Lyon warehouse in 1998 after a long search.", 2, 1.0),
     ]
@@ -104,7 +105,8 @@ def test_evidence_ranker_lifts_the_chunk_whose_sentence_answers():
 
 
 async def test_the_answer_path_reorders_a_wider_pool_and_cuts_it_to_top_k():
-    chunks = [make_chunk("t", f"d{i}", f"Filler sentence number {i} about turbines and blades.", i) for i in range(30)]
+    chunks = [make_chunk("t", f"d{i}", f"Filler sentence number {i} about turbines and blades.", i)
+              for i in range(30)]
     chunks.append(make_chunk("t", "key", "The Lyon warehouse was opened in 1998 by Claire Dubois.", 99))
     index = FakeIndex(chunks)
     retriever = HybridRetriever(index, index.encoder)

@@ -15,8 +15,11 @@ benchmark and any user's documents:
   from everything retrieved: SQuAD 2.0-style unanswerable questions often swap in one;
 - whether the sentence holds an entity of the type the question asks for (who → a person,
   when → a date ...) that the question does not already name;
-- negation in the question only (a classic unanswerable twist) or in the sentence only; the chunk's retrieval rank and relative score; the sentence's
-  lead over the best other candidate.
+- negation in the question only (a classic unanswerable twist) or in the sentence only;
+- the chunk's retrieval rank and relative score; the sentence's lead over the best other candidate.
+
+Question words naming the source (its file name, the chunk's headings) and reporting verbs
+("what do the cafeteria notes say about lunch") are not asked of the sentence.
 """
 
 from __future__ import annotations
@@ -135,7 +138,8 @@ def feature_matrix(question: str, candidates: Sequence[Candidate], cosines: np.n
     wanted = expected_types(question)
     q_bigrams = _bigrams(question)
     q_words = [w for w in lexical.tokens(question) if w not in lexical.QUESTION_WORDS]
-    pool_coverage = _weighted(all_terms, frozenset().union(*(lexical.content_terms(c.chunk_text) for c in candidates)), idf)
+    pool_terms = frozenset().union(*(lexical.content_terms(c.chunk_text) for c in candidates))
+    pool_coverage = _weighted(all_terms, pool_terms, idf)
     degrees = degree_words(question)
     q_negated = lexical.negated(question)
     q_lower = question.lower()
@@ -147,7 +151,8 @@ def feature_matrix(question: str, candidates: Sequence[Candidate], cosines: np.n
         words = set(lexical.tokens(c.text))
         window_words = set(lexical.tokens(c.window))
         negated = lexical.negated(c.text)
-        typed = any(label in wanted and text.lower() not in q_lower for label, text in entities(c.text)) if wanted else False
+        typed = bool(wanted) and any(label in wanted and text.lower() not in q_lower
+                                     for label, text in entities(c.text))
         rows.append([
             max(float(cosine), 0.0),
             lexical.coverage(terms, have),
@@ -172,7 +177,8 @@ def feature_matrix(question: str, candidates: Sequence[Candidate], cosines: np.n
             0.0,
         ])
     matrix = np.asarray(rows, dtype=float)
-    for column, lead in ((0, len(FEATURE_NAMES) - 2), (2, len(FEATURE_NAMES) - 1)):  # how far each candidate stands above the best other one
+    # Leads: how far each candidate stands above the best other one (cosine, idf coverage).
+    for column, lead in ((0, len(FEATURE_NAMES) - 2), (2, len(FEATURE_NAMES) - 1)):
         values = matrix[:, column]
         if len(values) > 1:
             order = np.argsort(-values)
