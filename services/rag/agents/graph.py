@@ -130,7 +130,8 @@ class AgentGraph:
             query = assess_question(state["plan"].sub_queries[part]).cleaned
             if retry:
                 query = _reformulate(query)
-            hits = await self._answers.retriever.search(state["tenant"], query, k, state["document_ids"] or None)
+            # The same evidence /v1/query answers from: a wider fused pool reordered by its sentences.
+            hits = await self._answers.evidence_for(state["tenant"], query, k, state["document_ids"] or ())
             known = {h.chunk.chunk_id for h in evidence[part]}
             evidence[part] += [h for h in hits if h.chunk.chunk_id not in known]
         total = len({h.chunk.chunk_id for e in evidence for h in e})
