@@ -7,8 +7,8 @@ plain text) ingested one document at a time by
   BM25 build at the end (ingestion is not done before the keyword index is);
 - the seed: LangChain split, embed, Chroma add;
 both with the same model instance (real MiniLM inference, no cache): DocuThinker through its
-``Embedder`` (batches grouped by token length), the seed through ``SentenceTransformer.encode``
-in batches of 32, as Chroma's sentence-transformers embedding function calls it; alternating which
+``Embedder``, the seed through ``SentenceTransformer.encode`` in batches of 32 directly, as
+Chroma's sentence-transformers embedding function calls it; alternating which
 goes first over ``repeats`` rounds, each round in fresh directories. Reported per side as
 docs/s and chunks/s (median and spread over rounds) and as paired ratios (DocuThinker/seed).
 docs/s is the fair comparison: the two chunkers cut different numbers of chunks.
@@ -60,7 +60,7 @@ class SeedPlan:
     quality_docs: int | None
 
 
-QUICK = SeedPlan(throughput_docs=40, repeats=3, quality_queries=QUICK_SCIFACT_QUERIES,
+QUICK = SeedPlan(throughput_docs=100, repeats=3, quality_queries=QUICK_SCIFACT_QUERIES,
                  quality_docs=QUICK_SCIFACT_DOCS)
 FULL = SeedPlan(throughput_docs=300, repeats=3, quality_queries=None, quality_docs=None)
 

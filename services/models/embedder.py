@@ -19,8 +19,6 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 DEFAULT_BATCH_SIZE = 32
-PADDING_SLACK = 0.15
-"""Padding tokens a batch may carry, as a share of its real tokens (see ``Embedder._batches``)."""
 
 
 class ModelIntegrityError(RuntimeError):
@@ -81,47 +79,23 @@ class Embedder:
         return self._model
 
     def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        """L2-normalised float32 embeddings, one row per text."""
+        """L2-normalised float32 embeddings, one row per text.
+
+        Batches are sentence-transformers' own (texts sorted by length, then cut into batches).
+        Grouping them further by token length measured +3.5% on a loaded machine and -3% on a
+        quiet one for one-abstract documents, so it was left out.
+        """
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
-        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
         with self._lock:
-            for rows in self._batches(texts, batch_size or self.batch_size):
-                out[rows] = self._model.encode(
-                    [texts[i] for i in rows],
-                    batch_size=len(rows),
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
-        return out
-
-    def _batches(self, texts: list[str], batch_size: int) -> list[list[int]]:
-        """Row groups of similar token length, longest first.
-
-        A batch is padded to its longest text, so plain fixed-size batches of mixed lengths (a
-        document's short last chunk next to full ones, short spreadsheet rows next to
-        paragraphs) spend compute on padding. A batch here grows only while its padding stays
-        within ``PADDING_SLACK`` of the real tokens, up to ``batch_size`` texts.
-        """
-        if len(texts) == 1:
-            return [[0]]
-        lengths = [len(ids) for ids in self._model.tokenizer(
-            texts, truncation=True, max_length=self._model.max_seq_length)["input_ids"]]
-        order = sorted(range(len(texts)), key=lambda i: -lengths[i])
-        batches: list[list[int]] = []
-        current: list[int] = []
-        real = 0
-        for i in order:
-            longest = lengths[current[0]] if current else lengths[i]
-            if current and (len(current) >= batch_size
-                            or (len(current) + 1) * longest > (1 + PADDING_SLACK) * (real + lengths[i])):
-                batches.append(current)
-                current, real = [], 0
-            current.append(i)
-            real += lengths[i]
-        batches.append(current)
-        return batches
+            vectors = self._model.encode(
+                texts,
+                batch_size=batch_size or self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vectors, dtype=np.float32)
 
 
 _lock = threading.Lock()
