@@ -20,6 +20,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 _IGNORE = r"(?:ignore|disregard|forget|override|bypass|skip|drop)"
 _PRIOR = r"(?:all\s+|any\s+|the\s+|your\s+|these\s+|those\s+|of\s+)*(?:previous|prior|above|earlier|preceding|former|original|system|initial|safety)?"
@@ -56,6 +57,7 @@ INSTRUCTION_THRESHOLD = 0.7
 """Sentences at or above this likeness are treated as planted instructions, never as evidence."""
 
 
+@lru_cache(maxsize=16384)  # every answer screens each sentence of its evidence pool, often the same ones
 def instruction_likeness(text: str) -> float:
     """0 for ordinary prose; up to 1 for text shaped like a command to the model."""
     score = 0.0
