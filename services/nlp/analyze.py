@@ -1,7 +1,7 @@
 """The Analyze stream: several operations over one text, run side by side, streamed as they finish.
 
 All operations share one ``PreparedText``, so sentence embeddings are computed once. Each
-result carries its duration; an operation that fails reports its ``google.rpc.Status``
+result carries its duration and what its LLM calls cost; an operation that fails reports its ``google.rpc.Status``
 in-band and the others carry on. The stream ends with ``done`` (counts of successes and
 failures). If the client goes away, operations still running are cancelled.
 """
@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from google.protobuf.message import Message
 
 from docuthinker.nlp.v1 import nlp_service_pb2 as pb
-from services.nlp import key_ideas, messages, summarize, topics
+from services.nlp import key_ideas, messages, metering, summarize, topics
 from services.nlp.operations import NlpOperations
 from services.nlp.prepared import PreparedText
 from services.runtime.errors import DomainError, FieldViolation, InvalidArgument, status_from_exception
@@ -85,8 +85,9 @@ async def _field(name: str, result: Awaitable, convert: Callable[..., Message]) 
 async def _run(operation: int, job: Job) -> pb.OperationResult:
     started = time.perf_counter()
     try:
-        field, value = await job()
-        result = pb.OperationResult(operation=operation, **{field: value})
+        with metering.metered() as meter:
+            field, value = await job()
+        result = pb.OperationResult(operation=operation, **{field: messages.with_llm_usage(value, meter)})
     except Exception as exc:  # noqa: BLE001 - reported in-band, per operation
         if not isinstance(exc, DomainError):
             log.exception("analyze operation %s failed", pb.Operation.Name(operation))

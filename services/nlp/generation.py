@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from services.nlp import metering
 from services.nlp.engines import Engine
 from services.providers.base import GenerationRequest, GenerationResult, Message, ProviderError
 from services.runtime.errors import FailedPrecondition, Unavailable
@@ -52,15 +53,17 @@ def default_generator() -> TextGenerator:
 
 
 async def generate(generator: TextGenerator, task: str, request: GenerationRequest) -> GenerationResult:
-    """One generation; a provider failure that escaped the router becomes UNAVAILABLE."""
+    """One generation, charged to the current meter; a provider failure that escaped the router becomes UNAVAILABLE."""
     try:
-        return await generator.generate(task=task, request=request)
+        result = await generator.generate(task=task, request=request)
     except ProviderError as exc:
         raise Unavailable(
             f"{exc.provider} failed on {task}: {exc.message}",
             reason="PROVIDER_ERROR",
             metadata={"provider": exc.provider, "kind": exc.kind, "task": task},
         ) from exc
+    metering.charge(result)
+    return result
 
 
 def engine_of(result: GenerationResult) -> Engine:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from docuthinker.nlp.v1 import nlp_service_pb2 as pb
-from services.nlp import analytics, entities, generative, key_ideas, sentiment, summarize, topics
+from google.protobuf.message import Message
+
+from services.nlp import analytics, entities, generative, key_ideas, metering, sentiment, summarize, topics
 from services.nlp.engines import TEXT_STATS, Engine
 
 _LABELS = {
@@ -17,6 +19,25 @@ _STYLES = {summarize.Style.NARRATIVE: pb.SUMMARY_STYLE_NARRATIVE, summarize.Styl
 
 def engine(value: Engine) -> pb.Engine:
     return pb.Engine(provider=value.provider, model=value.model)
+
+
+def with_llm_usage(response: Message, meter: metering.Meter) -> Message:
+    """Adds the meter's charges to a response that reports them (``llm_usage``); others pass unchanged."""
+    if meter.charges and "llm_usage" in response.DESCRIPTOR.fields_by_name:
+        response.llm_usage.extend(
+            pb.LlmUsage(
+                provider=c.provider,
+                model=c.model,
+                calls=c.calls,
+                input_tokens=c.usage.input_tokens,
+                output_tokens=c.usage.output_tokens,
+                cache_read_tokens=c.usage.cache_read_tokens,
+                cache_write_tokens=c.usage.cache_write_tokens,
+                cost_usd=c.usage.cost_usd,
+            )
+            for c in meter.charges
+        )
+    return response
 
 
 def summary_style(value: int) -> summarize.Style:

@@ -134,22 +134,37 @@ class Operations:
     # -- NLP -------------------------------------------------------------------------------
     def _nlp(self, method: str, request_type: type, **fixed: Any) -> Operation:
         async def run(params: Mapping[str, Any]) -> Outcome:
-            reply = await self._mesh.call("nlp", method, request_type(**_source(params), **fixed))
-            return Outcome(to_dict(reply), "nlp")
+            return self._nlp_outcome(await self._mesh.call("nlp", method, request_type(**_source(params), **fixed)))
 
         return run
 
     async def rewrite(self, params: Mapping[str, Any]) -> Outcome:
         style = str(params.get("style") or "clear and concise")
         reply = await self._mesh.call("nlp", "RewriteText", nlp_pb.RewriteTextRequest(**_source(params), style=style))
-        return Outcome(to_dict(reply), "nlp")
+        return self._nlp_outcome(reply)
 
     async def translate(self, params: Mapping[str, Any]) -> Outcome:
         language = _required(params, "language", "target language, e.g. 'fr' or 'French'")
         reply = await self._mesh.call(
             "nlp", "TranslateText", nlp_pb.TranslateTextRequest(**_source(params), target_language=language)
         )
+        return self._nlp_outcome(reply)
+
+    def _nlp_outcome(self, reply: Any) -> Outcome:
+        # The NLP service paid for its LLM calls with its own router: count them in our budgets.
+        for line in getattr(reply, "llm_usage", ()):
+            self._charge(line.provider, line.model, line)
         return Outcome(to_dict(reply), "nlp")
+
+    def _charge(self, provider: str, model: str, usage: Any) -> None:
+        """Records a downstream service's LLM spend (a rag or nlp usage message); local models are free."""
+        if provider and provider != "local" and (usage.cost_usd > 0 or usage.input_tokens or usage.output_tokens):
+            self._costs.record(
+                provider,
+                model,
+                Usage(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+                      usage.cost_usd),
+            )
 
     # -- RAG -------------------------------------------------------------------------------
     async def ingest(self, params: Mapping[str, Any]) -> Outcome:
@@ -202,17 +217,7 @@ class Operations:
             ),
         )
         answer = reply.answer
-        usage = answer.usage
-        if answer.engine.provider and answer.engine.provider != "local" and (
-            usage.cost_usd > 0 or usage.input_tokens or usage.output_tokens
-        ):
-            # The RAG service paid for this answer with its own router: count it in our budgets.
-            self._costs.record(
-                answer.engine.provider,
-                answer.engine.model,
-                Usage(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
-                      usage.cost_usd),
-            )
+        self._charge(answer.engine.provider, answer.engine.model, answer.usage)
         return Outcome(to_dict(answer), "rag")
 
     async def rag_search(self, params: Mapping[str, Any]) -> Outcome:

@@ -21,11 +21,13 @@ class ScriptedGenerator:
     reply: Callable[[str, GenerationRequest], str]
     provider: str = "fake"
     model: str = "scripted-1"
+    usage: Usage = field(default_factory=Usage)
+    """What every call reports it cost."""
     calls: list[tuple[str, GenerationRequest]] = field(default_factory=list)
 
     async def generate(self, task: str, request: GenerationRequest) -> GenerationResult:
         self.calls.append((task, request))
-        return GenerationResult([TextBlock(self.reply(task, request))], Usage(), self.provider, self.model)
+        return GenerationResult([TextBlock(self.reply(task, request))], self.usage, self.provider, self.model)
 
 
 class NoProviders:

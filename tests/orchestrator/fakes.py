@@ -61,6 +61,8 @@ class FakeNlp(nlp_grpc.NlpServiceServicer):
         self.delay_s = delay_s
         self.in_flight = 0
         self.max_in_flight = 0
+        self.rewrite_usage: list[nlp_pb.LlmUsage] = []
+        """What each rewrite reports its LLM calls cost (none by default)."""
 
     async def _text(self, request, context, method: str) -> str:
         await self._switch.guard(context, method)
@@ -114,7 +116,9 @@ class FakeNlp(nlp_grpc.NlpServiceServicer):
 
     async def RewriteText(self, request, context):
         text = await self._text(request, context, "RewriteText")
-        return nlp_pb.RewriteTextResponse(rewritten=f"[{request.style}] {text}", style=request.style)
+        return nlp_pb.RewriteTextResponse(
+            rewritten=f"[{request.style}] {text}", style=request.style, llm_usage=self.rewrite_usage
+        )
 
 
 @dataclass

@@ -7,6 +7,7 @@ import asyncio
 import grpc
 import pytest
 
+from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as pb
 
 
@@ -263,6 +264,33 @@ async def test_token_check_and_costs(stub):
     with pytest.raises(grpc.aio.AioRpcError) as bad:
         await stub.GetCosts(pb.GetCostsRequest(period="decade"))
     assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_llm_spend_of_the_nlp_service_counts_in_costs_and_budgets(make_orchestrator, fake_mesh):
+    orchestrator = make_orchestrator(daily_budget_usd=0.05)
+    stub = await orchestrator.start()
+    fake_mesh.nlp.rewrite_usage = [
+        nlp_pb.LlmUsage(provider="anthropic", model="claude-haiku-4-5", calls=2, input_tokens=900,
+                        output_tokens=300, cost_usd=0.06),
+        nlp_pb.LlmUsage(provider="local", model="smollm2", calls=1, input_tokens=50, output_tokens=20),
+    ]
+    await events(stub.Process(pb.ProcessRequest(intent="document.rewrite", text="hey", options={"style": "formal"})))
+    costs = await stub.GetCosts(pb.GetCostsRequest(period="today"))
+    assert set(costs.by_provider) == {"anthropic"}, "local models are free and not recorded"
+    assert costs.by_provider["anthropic"].cost == pytest.approx(0.06)
+    assert costs.by_intent["document.rewrite"].cost == pytest.approx(0.06)
+    assert costs.daily_spent == pytest.approx(0.06) and costs.warning
+
+    # The NLP service's spend is the orchestrator's to enforce: the next paid request is refused.
+    with pytest.raises(grpc.aio.AioRpcError) as error:
+        await events(stub.Process(pb.ProcessRequest(intent="document.rewrite", text="hey")))
+    assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+async def test_nlp_results_without_llm_calls_record_nothing(make_orchestrator, fake_mesh):
+    stub = await make_orchestrator().start()
+    await events(stub.Process(pb.ProcessRequest(intent="document.rewrite", text="hey")))
+    assert (await stub.GetCosts(pb.GetCostsRequest())).total_requests == 0
 
 
 async def test_restart_keeps_costs_circuits_dead_letters_and_conversations(make_orchestrator, fake_mesh):

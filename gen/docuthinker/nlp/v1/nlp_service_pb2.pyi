@@ -71,6 +71,26 @@ class Engine(_message.Message):
     model: str
     def __init__(self, provider: _Optional[str] = ..., model: _Optional[str] = ...) -> None: ...
 
+class LlmUsage(_message.Message):
+    __slots__ = ("provider", "model", "calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_READ_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COST_USD_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float
+    def __init__(self, provider: _Optional[str] = ..., model: _Optional[str] = ..., calls: _Optional[int] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., cache_read_tokens: _Optional[int] = ..., cache_write_tokens: _Optional[int] = ..., cost_usd: _Optional[float] = ...) -> None: ...
+
 class Entity(_message.Message):
     __slots__ = ("text", "label", "count", "mentions")
     TEXT_FIELD_NUMBER: _ClassVar[int]
@@ -176,18 +196,20 @@ class SummarySentence(_message.Message):
     def __init__(self, text: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
 
 class SummarizeResponse(_message.Message):
-    __slots__ = ("summary", "bullets", "sentences", "style", "engine")
+    __slots__ = ("summary", "bullets", "sentences", "style", "engine", "llm_usage")
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     BULLETS_FIELD_NUMBER: _ClassVar[int]
     SENTENCES_FIELD_NUMBER: _ClassVar[int]
     STYLE_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
+    LLM_USAGE_FIELD_NUMBER: _ClassVar[int]
     summary: str
     bullets: _containers.RepeatedScalarFieldContainer[str]
     sentences: _containers.RepeatedCompositeFieldContainer[SummarySentence]
     style: SummaryStyle
     engine: Engine
-    def __init__(self, summary: _Optional[str] = ..., bullets: _Optional[_Iterable[str]] = ..., sentences: _Optional[_Iterable[_Union[SummarySentence, _Mapping]]] = ..., style: _Optional[_Union[SummaryStyle, str]] = ..., engine: _Optional[_Union[Engine, _Mapping]] = ...) -> None: ...
+    llm_usage: _containers.RepeatedCompositeFieldContainer[LlmUsage]
+    def __init__(self, summary: _Optional[str] = ..., bullets: _Optional[_Iterable[str]] = ..., sentences: _Optional[_Iterable[_Union[SummarySentence, _Mapping]]] = ..., style: _Optional[_Union[SummaryStyle, str]] = ..., engine: _Optional[_Union[Engine, _Mapping]] = ..., llm_usage: _Optional[_Iterable[_Union[LlmUsage, _Mapping]]] = ...) -> None: ...
 
 class ExtractKeyIdeasRequest(_message.Message):
     __slots__ = ("text", "document_id", "max_ideas")
@@ -200,12 +222,14 @@ class ExtractKeyIdeasRequest(_message.Message):
     def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ..., max_ideas: _Optional[int] = ...) -> None: ...
 
 class ExtractKeyIdeasResponse(_message.Message):
-    __slots__ = ("ideas", "engine")
+    __slots__ = ("ideas", "engine", "llm_usage")
     IDEAS_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
+    LLM_USAGE_FIELD_NUMBER: _ClassVar[int]
     ideas: _containers.RepeatedScalarFieldContainer[str]
     engine: Engine
-    def __init__(self, ideas: _Optional[_Iterable[str]] = ..., engine: _Optional[_Union[Engine, _Mapping]] = ...) -> None: ...
+    llm_usage: _containers.RepeatedCompositeFieldContainer[LlmUsage]
+    def __init__(self, ideas: _Optional[_Iterable[str]] = ..., engine: _Optional[_Union[Engine, _Mapping]] = ..., llm_usage: _Optional[_Iterable[_Union[LlmUsage, _Mapping]]] = ...) -> None: ...
 
 class Topic(_message.Message):
     __slots__ = ("name", "weight")
@@ -242,12 +266,14 @@ class GenerateDiscussionPointsRequest(_message.Message):
     def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ...) -> None: ...
 
 class GenerateDiscussionPointsResponse(_message.Message):
-    __slots__ = ("points", "engine")
+    __slots__ = ("points", "engine", "llm_usage")
     POINTS_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
+    LLM_USAGE_FIELD_NUMBER: _ClassVar[int]
     points: _containers.RepeatedScalarFieldContainer[str]
     engine: Engine
-    def __init__(self, points: _Optional[_Iterable[str]] = ..., engine: _Optional[_Union[Engine, _Mapping]] = ...) -> None: ...
+    llm_usage: _containers.RepeatedCompositeFieldContainer[LlmUsage]
+    def __init__(self, points: _Optional[_Iterable[str]] = ..., engine: _Optional[_Union[Engine, _Mapping]] = ..., llm_usage: _Optional[_Iterable[_Union[LlmUsage, _Mapping]]] = ...) -> None: ...
 
 class Recommendation(_message.Message):
     __slots__ = ("recommendation", "rationale", "priority")
@@ -268,12 +294,14 @@ class GenerateRecommendationsRequest(_message.Message):
     def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ...) -> None: ...
 
 class GenerateRecommendationsResponse(_message.Message):
-    __slots__ = ("recommendations", "engine")
+    __slots__ = ("recommendations", "engine", "llm_usage")
     RECOMMENDATIONS_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
+    LLM_USAGE_FIELD_NUMBER: _ClassVar[int]
     recommendations: _containers.RepeatedCompositeFieldContainer[Recommendation]
     engine: Engine
-    def __init__(self, recommendations: _Optional[_Iterable[_Union[Recommendation, _Mapping]]] = ..., engine: _Optional[_Union[Engine, _Mapping]] = ...) -> None: ...
+    llm_usage: _containers.RepeatedCompositeFieldContainer[LlmUsage]
+    def __init__(self, recommendations: _Optional[_Iterable[_Union[Recommendation, _Mapping]]] = ..., engine: _Optional[_Union[Engine, _Mapping]] = ..., llm_usage: _Optional[_Iterable[_Union[LlmUsage, _Mapping]]] = ...) -> None: ...
 
 class RewriteTextRequest(_message.Message):
     __slots__ = ("text", "document_id", "style")
@@ -286,14 +314,16 @@ class RewriteTextRequest(_message.Message):
     def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ..., style: _Optional[str] = ...) -> None: ...
 
 class RewriteTextResponse(_message.Message):
-    __slots__ = ("rewritten", "style", "engine")
+    __slots__ = ("rewritten", "style", "engine", "llm_usage")
     REWRITTEN_FIELD_NUMBER: _ClassVar[int]
     STYLE_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
+    LLM_USAGE_FIELD_NUMBER: _ClassVar[int]
     rewritten: str
     style: str
     engine: Engine
-    def __init__(self, rewritten: _Optional[str] = ..., style: _Optional[str] = ..., engine: _Optional[_Union[Engine, _Mapping]] = ...) -> None: ...
+    llm_usage: _containers.RepeatedCompositeFieldContainer[LlmUsage]
+    def __init__(self, rewritten: _Optional[str] = ..., style: _Optional[str] = ..., engine: _Optional[_Union[Engine, _Mapping]] = ..., llm_usage: _Optional[_Iterable[_Union[LlmUsage, _Mapping]]] = ...) -> None: ...
 
 class TranslateTextRequest(_message.Message):
     __slots__ = ("text", "document_id", "target_language")
@@ -306,14 +336,16 @@ class TranslateTextRequest(_message.Message):
     def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ..., target_language: _Optional[str] = ...) -> None: ...
 
 class TranslateTextResponse(_message.Message):
-    __slots__ = ("translated", "target_language", "engine")
+    __slots__ = ("translated", "target_language", "engine", "llm_usage")
     TRANSLATED_FIELD_NUMBER: _ClassVar[int]
     TARGET_LANGUAGE_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
+    LLM_USAGE_FIELD_NUMBER: _ClassVar[int]
     translated: str
     target_language: str
     engine: Engine
-    def __init__(self, translated: _Optional[str] = ..., target_language: _Optional[str] = ..., engine: _Optional[_Union[Engine, _Mapping]] = ...) -> None: ...
+    llm_usage: _containers.RepeatedCompositeFieldContainer[LlmUsage]
+    def __init__(self, translated: _Optional[str] = ..., target_language: _Optional[str] = ..., engine: _Optional[_Union[Engine, _Mapping]] = ..., llm_usage: _Optional[_Iterable[_Union[LlmUsage, _Mapping]]] = ...) -> None: ...
 
 class ComputeAnalyticsRequest(_message.Message):
     __slots__ = ("text", "document_id", "top_keywords")
