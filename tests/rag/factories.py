@@ -110,3 +110,53 @@ def with_bomb(office: bytes, size: int = 24 * 1024 * 1024) -> bytes:
             target.writestr(info.filename, source.read(info.filename))
         target.writestr("customXml/bomb.xml", b"\0" * size)
     return out.getvalue()
+
+
+def make_page_image(lines: list[str], size: tuple[int, int] = (1700, 2200)):
+    """A 200-dpi greyscale 'scan' of a letter page holding these lines, for OCR."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("L", size, 255)
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=40)
+    for number, line in enumerate(lines):
+        draw.text((150, 200 + 70 * number), line, font=font, fill=0)
+    return image
+
+
+def make_scanned_pdf(pages: list[list[str] | None]) -> bytes:
+    """A PDF mixing scanned pages (lists of lines, as images only) and None for a page with a text layer."""
+    from pypdf import PdfReader
+
+    writer = PdfWriter()
+    for lines in pages:
+        if lines is None:
+            source = make_pdf([["This page has a real text layer about the harbour office."]])
+        else:
+            out = io.BytesIO()
+            make_page_image(lines).save(out, "PDF", resolution=200)
+            source = out.getvalue()
+        writer.add_page(PdfReader(io.BytesIO(source)).pages[0])
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def make_image(pages: list[list[str]], fmt: str = "PNG") -> bytes:
+    """An image file of these pages: one frame each (TIFF holds several)."""
+    frames = [make_page_image(lines) for lines in pages]
+    out = io.BytesIO()
+    frames[0].save(out, fmt, save_all=len(frames) > 1, append_images=frames[1:])
+    return out.getvalue()
+
+
+def png_header_only(width: int, height: int) -> bytes:
+    """A PNG that declares a width x height canvas and carries almost no pixel data."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 16)) + chunk(b"IEND", b"")

@@ -1,6 +1,6 @@
 """CI-only: the real-world documents in ../shared/fixtures/docs (see its SOURCES.md).
 
-Every file is either ingested (through the full pipeline, real MiniLM embedder) or refused
+Every file is either ingested (through the full pipeline, real MiniLM embedder and Tesseract) or refused
 with the right error; extracted text and table rows are checked against known content.
 """
 
@@ -15,6 +15,7 @@ import pytest
 from services.models.embedder import get_embedder
 from services.rag.documents import DocumentStatus, IngestOutcome
 from services.rag.ingest.formats import validate_upload
+from services.rag.ingest.ocr import OcrConfig, PageReader, reader_from
 from services.rag.ingest.parsers import ParseLimits, parse
 from services.runtime.errors import DomainError
 
@@ -24,7 +25,6 @@ pytestmark = pytest.mark.fixtures
 
 REFUSED = {
     "encrypted-r6-user-password.pdf": (grpc.StatusCode.FAILED_PRECONDITION, "ENCRYPTED_PDF"),
-    "single_table.pdf": (grpc.StatusCode.INVALID_ARGUMENT, "NO_EXTRACTABLE_TEXT"),
 }
 
 
@@ -33,10 +33,10 @@ def docs(shared_dir):
     return shared_dir / "fixtures" / "docs"
 
 
-def _parsed(docs, name: str):
+def _parsed(docs, name: str, ocr: PageReader | None = None):
     path = docs / name
     upload = validate_upload(name, "", path.read_bytes(), 25 * 1024 * 1024)
-    return parse(upload.data, upload.file_type, ParseLimits())
+    return parse(upload.data, upload.file_type, ParseLimits(), ocr)
 
 
 async def test_every_fixture_is_ingested_or_refused_with_the_right_error(docs, open_runtime) -> None:
@@ -54,9 +54,15 @@ async def test_every_fixture_is_ingested_or_refused_with_the_right_error(docs, o
         assert isinstance(outcome, IngestOutcome), name
         assert outcome.document.status is DocumentStatus.READY and outcome.document.chunk_count > 0, name
     assert runtime.metadata.count_documents("ci") == len(names) - len(REFUSED)
-    scan = "no extractable text"
-    with pytest.raises(DomainError, match=scan):
+
+
+def test_a_scanned_table_is_read_by_ocr_or_refused_without_it(docs) -> None:
+    """single_table.pdf is a scan: one page image of a table, no text layer."""
+    text = _parsed(docs, "single_table.pdf", reader_from(OcrConfig())).sections[0].text
+    assert "mean chunks per document" in text and "Chipper" in text and "64,058" in text
+    with pytest.raises(DomainError) as caught:
         _parsed(docs, "single_table.pdf")
+    assert (caught.value.code, caught.value.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "OCR_UNAVAILABLE")
 
 
 def test_data_pdf_tables_match_the_csv(docs) -> None:

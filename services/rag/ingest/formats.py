@@ -24,6 +24,8 @@ class FileType(StrEnum):
     HTML = "html"
     MARKDOWN = "markdown"
     TEXT = "text"
+    IMAGE = "image"
+    """A scan or photo of a page (PNG, JPEG, TIFF, WebP): read by OCR."""
 
 
 _BY_EXTENSION = {
@@ -40,6 +42,12 @@ _BY_EXTENSION = {
     ".markdown": FileType.MARKDOWN,
     ".txt": FileType.TEXT,
     ".text": FileType.TEXT,
+    ".png": FileType.IMAGE,
+    ".jpg": FileType.IMAGE,
+    ".jpeg": FileType.IMAGE,
+    ".tif": FileType.IMAGE,
+    ".tiff": FileType.IMAGE,
+    ".webp": FileType.IMAGE,
 }
 
 _BY_CONTENT_TYPE = {
@@ -54,6 +62,10 @@ _BY_CONTENT_TYPE = {
     "text/markdown": FileType.MARKDOWN,
     "text/x-markdown": FileType.MARKDOWN,
     "text/plain": FileType.TEXT,
+    "image/png": FileType.IMAGE,
+    "image/jpeg": FileType.IMAGE,
+    "image/tiff": FileType.IMAGE,
+    "image/webp": FileType.IMAGE,
 }
 
 CANONICAL_CONTENT_TYPE = {
@@ -65,10 +77,21 @@ CANONICAL_CONTENT_TYPE = {
     FileType.HTML: "text/html",
     FileType.MARKDOWN: "text/markdown",
     FileType.TEXT: "text/plain",
+    FileType.IMAGE: "image/png",
 }
 
 SUPPORTED_EXTENSIONS = tuple(sorted(_BY_EXTENSION))
-SUPPORTED_DESCRIPTION = "PDF (.pdf), Word (.docx), Excel (.xlsx), CSV (.csv), TSV (.tsv), HTML (.html, .htm), Markdown (.md), plain text (.txt)"
+SUPPORTED_DESCRIPTION = (
+    "PDF (.pdf), Word (.docx), Excel (.xlsx), CSV (.csv), TSV (.tsv), HTML (.html, .htm), Markdown (.md), "
+    "plain text (.txt), page images for OCR (.png, .jpg, .tiff, .webp)"
+)
+
+_IMAGE_SIGNATURES = (
+    (lambda head: head.startswith(b"\x89PNG\r\n\x1a\n"), "image/png"),
+    (lambda head: head.startswith(b"\xff\xd8\xff"), "image/jpeg"),
+    (lambda head: head[:4] in (b"II*\x00", b"MM\x00*"), "image/tiff"),
+    (lambda head: head[:4] == b"RIFF" and head[8:12] == b"WEBP", "image/webp"),
+)
 
 _MAX_NAME_BYTES = 200
 _UNSAFE = re.compile(r"[^\w.\- ()+,=@]+")
@@ -136,6 +159,16 @@ def _check_signature(file_type: FileType, data: bytes) -> None:
         raise corrupt(file_type, "it does not start with a PDF header")
     if file_type in (FileType.DOCX, FileType.XLSX) and not data.startswith(b"PK\x03\x04"):
         raise corrupt(file_type, "it is not a ZIP-based Office Open XML file")
+    if file_type is FileType.IMAGE and _image_kind(head) is None:
+        raise corrupt(file_type, "it is not a PNG, JPEG, TIFF or WebP image")
+
+
+def _image_kind(head: bytes) -> str | None:
+    """The media type of an image, from its leading bytes."""
+    for matches, media_type in _IMAGE_SIGNATURES:
+        if matches(head):
+            return media_type
+    return None
 
 
 def corrupt(file_type: FileType | str, why: str) -> InvalidArgument:
@@ -170,6 +203,9 @@ def validate_upload(filename: str, content_type: str, data: bytes, max_bytes: in
             violations=[FieldViolation("file", "must not be empty")],
         )
     _check_signature(file_type, data)
+    if file_type is FileType.IMAGE:
+        # An image's bytes say what it is, whatever its name or declared type.
+        return Upload(safe_name, file_type, _image_kind(data[:16]) or CANONICAL_CONTENT_TYPE[file_type], data)
     # Keep the declared type only when it names the same format (curl sends form-urlencoded).
     declared = _media_type(content_type)
     stored_type = declared if _BY_CONTENT_TYPE.get(declared) is file_type else CANONICAL_CONTENT_TYPE[file_type]
@@ -177,4 +213,4 @@ def validate_upload(filename: str, content_type: str, data: bytes, max_bytes: in
 
 
 def _canonical_extension(file_type: FileType) -> str:
-    return {FileType.MARKDOWN: ".md", FileType.TEXT: ".txt"}.get(file_type, f".{file_type.value}")
+    return {FileType.MARKDOWN: ".md", FileType.TEXT: ".txt", FileType.IMAGE: ".png"}.get(file_type, f".{file_type.value}")

@@ -44,6 +44,7 @@ from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
 from services.rag.ingest.embedding import TextEmbedder, embed_in_groups
 from services.rag.ingest.formats import FileType, Upload, corrupt, validate_upload
 from services.rag.ingest.jobs import IngestJob, StageTimer
+from services.rag.ingest.ocr import PageReader
 from services.rag.ingest.parsers import ParseLimits, parse
 from services.rag.locks import KeyedLocks
 from services.rag.store import BlobStore, ChunkIndex
@@ -57,6 +58,8 @@ class PipelineConfig:
     max_upload_bytes: int = 25 * 1024 * 1024
     chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
     limits: ParseLimits = field(default_factory=ParseLimits)
+    ocr: PageReader | None = None
+    """Reads scanned PDF pages and page images; None: such documents are refused."""
     embed_batch_size: int = 32
     embed_progress_every: int = 128
 
@@ -261,7 +264,7 @@ class IngestionPipeline:
     def _parse(self, record: DocumentRecord, data: bytes) -> ParsedDocument:
         file_type = FileType(record.file_type)
         try:
-            return parse(data, file_type, self._config.limits)
+            return parse(data, file_type, self._config.limits, self._config.ocr)
         except DomainError:
             raise
         except RecursionError as exc:

@@ -10,8 +10,10 @@ from collections.abc import Callable
 
 from services.rag.documents import ParsedDocument
 from services.rag.ingest.formats import FileType
+from services.rag.ingest.ocr import PageReader
 from services.rag.ingest.parsers.delimited import parse_delimited
 from services.rag.ingest.parsers.html import parse_html
+from services.rag.ingest.parsers.image import parse_image
 from services.rag.ingest.parsers.limits import ParseLimits
 from services.rag.ingest.parsers.markdown import parse_markdown
 from services.rag.ingest.parsers.pdf import parse_pdf
@@ -23,7 +25,6 @@ from services.runtime.errors import FieldViolation, InvalidArgument
 __all__ = ["ParseLimits", "parse"]
 
 _PARSERS: dict[FileType, Callable[[bytes, ParseLimits], ParsedDocument]] = {
-    FileType.PDF: parse_pdf,
     FileType.DOCX: parse_docx,
     FileType.XLSX: parse_xlsx,
     FileType.CSV: lambda data, limits: parse_delimited(data, FileType.CSV, limits),
@@ -34,10 +35,16 @@ _PARSERS: dict[FileType, Callable[[bytes, ParseLimits], ParsedDocument]] = {
 }
 
 
-def parse(data: bytes, file_type: FileType, limits: ParseLimits) -> ParsedDocument:
-    parsed = _PARSERS[file_type](data, limits)
+def parse(data: bytes, file_type: FileType, limits: ParseLimits, ocr: PageReader | None = None) -> ParsedDocument:
+    """``ocr`` reads scanned PDF pages and page images; None means OCR is switched off."""
+    if file_type is FileType.PDF:
+        parsed = parse_pdf(data, limits, ocr)
+    elif file_type is FileType.IMAGE:
+        parsed = parse_image(data, limits, ocr)
+    else:
+        parsed = _PARSERS[file_type](data, limits)
     if not any(section.text.strip() for section in parsed.sections):
-        hint = " (a scanned PDF without a text layer? OCR is not available)" if file_type is FileType.PDF else ""
+        hint = {FileType.PDF: " (blank pages?)", FileType.IMAGE: " (OCR found no words in the image)"}.get(file_type, "")
         raise InvalidArgument(
             f"the document has no extractable text{hint}",
             reason="NO_EXTRACTABLE_TEXT",

@@ -21,6 +21,9 @@ class ParseLimits:
     """Largest uncompressed/compressed ratio of one archive member bigger than 1 MiB."""
     max_text_chars: int = 20_000_000
     """Extracted characters per document."""
+    max_image_pixels: int = 60_000_000
+    """Pixels of one page image: an uploaded image's frame, or a scanned PDF page as rendered for
+    OCR (rendered at a lower resolution when its page is that large)."""
     table_block_chars: int = 900
     """Target size of a block of table rows (each block repeats the header row)."""
 

@@ -1,18 +1,26 @@
-"""PDF: text page by page with PDFium (via pypdfium2).
+"""PDF: text page by page with PDFium (via pypdfium2), and OCR for pages that are only images.
 
 PDFium keeps the reading order of multi-column layouts and prints table rows as lines, and
 is 15-50x faster here than pdfminer-based extraction. PDFium is not thread-safe: every call
-goes through one process-wide lock.
+goes through one process-wide lock, which is released while a rendered page is read by OCR
+(seconds per page) so that other uploads keep parsing.
+
+A page with no text layer but with images is a scan: it is rendered at the OCR resolution
+and read by the ``PageReader``. Pages with a text layer are never OCR'd, so a mixed document
+costs OCR only for its scanned pages.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 
 import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
 
 from services.rag.documents import ParsedDocument, Section
 from services.rag.ingest.formats import FileType, corrupt
+from services.rag.ingest.ocr import PageReader, too_many_pages, unavailable
 from services.rag.ingest.parsers.cleaning import clean_text
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
 from services.runtime.errors import FailedPrecondition
@@ -21,7 +29,7 @@ _PDFIUM_LOCK = threading.Lock()
 _ERR_PASSWORD = 4
 
 
-def parse_pdf(data: bytes, limits: ParseLimits) -> ParsedDocument:
+def parse_pdf(data: bytes, limits: ParseLimits, ocr: PageReader | None = None) -> ParsedDocument:
     with _PDFIUM_LOCK:
         try:
             document = pdfium.PdfDocument(data)
@@ -32,17 +40,27 @@ def parse_pdf(data: bytes, limits: ParseLimits) -> ParsedDocument:
                     reason="ENCRYPTED_PDF",
                 ) from exc
             raise corrupt(FileType.PDF, str(exc)) from exc
-        try:
-            return _extract(document, limits)
-        finally:
+    try:
+        with _PDFIUM_LOCK:
+            texts, scanned = _text_layer(document, limits)
+        if scanned:
+            _read_scans(document, texts, scanned, limits, ocr)
+        sections = [Section(text=text, page=index + 1) for index, text in enumerate(texts) if text.strip()]
+        with _PDFIUM_LOCK:
+            title = _title(document)
+        return ParsedDocument(tuple(sections), page_count=len(texts), title=title)
+    finally:
+        with _PDFIUM_LOCK:
             document.close()
 
 
-def _extract(document: pdfium.PdfDocument, limits: ParseLimits) -> ParsedDocument:
+def _text_layer(document: pdfium.PdfDocument, limits: ParseLimits) -> tuple[list[str], list[int]]:
+    """Each page's text, and the indexes of the pages that have images but no text (scans)."""
     page_count = len(document)
     if page_count > limits.max_pages:
         raise too_large("pages", limits.max_pages, "TOO_MANY_PAGES")
-    sections: list[Section] = []
+    texts: list[str] = []
+    scanned: list[int] = []
     total = 0
     for index in range(page_count):
         page = document[index]
@@ -52,16 +70,59 @@ def _extract(document: pdfium.PdfDocument, limits: ParseLimits) -> ParsedDocumen
                 text = clean_text(textpage.get_text_bounded())
             finally:
                 textpage.close()
+            if not text.strip() and _has_images(page):
+                scanned.append(index)
         finally:
             page.close()
         total += len(text)
         if total > limits.max_text_chars:
             raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
-        if text.strip():
-            sections.append(Section(text=text, page=index + 1))
-    title = ""
+        texts.append(text)
+    return texts, scanned
+
+
+def _has_images(page: pdfium.PdfPage) -> bool:
+    # Forms nest page objects; scanners put the image at the top level, some producers one deeper.
+    return next(iter(page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=4)), None) is not None
+
+
+def _read_scans(
+    document: pdfium.PdfDocument, texts: list[str], scanned: list[int], limits: ParseLimits,
+    ocr: PageReader | None,
+) -> None:
+    if ocr is None:
+        if any(t.strip() for t in texts):
+            return  # OCR is switched off: keep the pages that have text
+        raise unavailable("it is switched off")
+    if len(scanned) > ocr.max_pages:
+        raise too_many_pages(len(scanned), ocr.max_pages)
+    total = sum(len(t) for t in texts)
+    for index in scanned:
+        with _PDFIUM_LOCK:
+            page = document[index]
+            try:
+                scale = _render_scale(*page.get_size(), ocr.dpi, limits.max_image_pixels)
+                image = page.render(scale=scale, grayscale=True).to_pil()
+            finally:
+                page.close()
+        text = clean_text(ocr.read(image, index + 1, round(scale * 72)))
+        total += len(text)
+        if total > limits.max_text_chars:
+            raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
+        texts[index] = text
+
+
+def _render_scale(width: float, height: float, dpi: int, max_pixels: int) -> float:
+    """PDF points to pixels at ``dpi``; lower for a page that declares a poster-sized media box, so
+    that its bitmap (PDFium rounds each side up) stays within ``max_pixels`` instead of gigabytes."""
+    scale = dpi / 72
+    while scale > 0.01 and math.ceil(width * scale) * math.ceil(height * scale) > max_pixels:
+        scale = min(scale * 0.99, math.sqrt(max_pixels / max(width * height, 1.0)))
+    return scale
+
+
+def _title(document: pdfium.PdfDocument) -> str:
     try:
-        title = (document.get_metadata_dict().get("Title") or "").strip()
+        return (document.get_metadata_dict().get("Title") or "").strip()
     except pdfium.PdfiumError:
-        pass
-    return ParsedDocument(tuple(sections), page_count=page_count, title=title)
+        return ""

@@ -1,0 +1,154 @@
+"""OCR of scanned PDF pages and page images: real Tesseract where the words matter, a recording
+reader at the OCR port where only the routing (which pages, at what size) does."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from dataclasses import dataclass, field
+
+import grpc
+import pytest
+from PIL import Image
+
+from services.rag.ingest.formats import FileType, validate_upload
+from services.rag.ingest.ocr import OcrConfig, TesseractReader, reader_from
+from services.rag.ingest.parsers import ParseLimits, parse
+from services.runtime.errors import DomainError
+
+from .factories import make_image, make_pdf, make_scanned_pdf, png_header_only
+
+LIMITS = ParseLimits()
+MB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def tesseract() -> TesseractReader:
+    reader = TesseractReader(OcrConfig())
+    if reader.missing is not None:
+        pytest.fail(f"Tesseract must be installed for these tests (make setup installs it): {reader.missing}")
+    return reader
+
+
+@dataclass
+class RecordingReader:
+    """Stands in for Tesseract: says which page it was shown and remembers the image sizes."""
+
+    max_pages: int = 50
+    dpi: int = 200
+    seen: list[tuple[int, tuple[int, int], int]] = field(default_factory=list)
+
+    def read(self, image: Image.Image, page: int, dpi: int) -> str:
+        self.seen.append((page, image.size, dpi))
+        return f"Recognised words of page {page}."
+
+
+def _error(data: bytes, file_type: FileType, ocr, limits: ParseLimits = LIMITS) -> DomainError:
+    with pytest.raises(DomainError) as caught:
+        parse(data, file_type, limits, ocr)
+    return caught.value
+
+
+def test_a_scanned_pdf_is_read_page_by_page(tesseract):
+    data = make_scanned_pdf([["The warehouse in Leeds ships 4,200 parcels a day."],
+                             ["Night shifts end at six in the morning."]])
+    parsed = parse(data, FileType.PDF, LIMITS, tesseract)
+    assert [s.page for s in parsed.sections] == [1, 2] and parsed.page_count == 2
+    assert "warehouse in Leeds ships 4,200 parcels" in parsed.sections[0].text
+    assert "Night shifts end at six" in parsed.sections[1].text
+    assert "\x0c" not in parsed.sections[0].text  # Tesseract's page break is cleaned away
+
+
+def test_only_pages_without_a_text_layer_are_ocred():
+    reader = RecordingReader()
+    parsed = parse(make_scanned_pdf([None, ["scanned"], None]), FileType.PDF, LIMITS, reader)
+    assert [page for page, _, _ in reader.seen] == [2]
+    assert reader.seen[0][1:] == ((1700, 2200), 200)  # a letter page rendered at the reader's 200 dpi
+    assert [s.page for s in parsed.sections] == [1, 2, 3]
+    assert "harbour office" in parsed.sections[0].text and parsed.sections[1].text == "Recognised words of page 2."
+
+
+def test_blank_pages_are_not_scans():
+    reader = RecordingReader()
+    error = _error(make_pdf([[], []]), FileType.PDF, reader)
+    assert (error.code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "NO_EXTRACTABLE_TEXT")
+    assert reader.seen == []
+
+
+def test_a_scan_without_ocr_is_a_failed_precondition_naming_the_fix():
+    error = _error(make_scanned_pdf([["scanned"]]), FileType.PDF, None)
+    assert (error.code, error.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "OCR_UNAVAILABLE")
+    missing = TesseractReader(OcrConfig(tesseract_cmd="/nonexistent/tesseract"))
+    error = _error(make_scanned_pdf([["scanned"]]), FileType.PDF, missing)
+    assert error.reason == "OCR_UNAVAILABLE" and "apt-get install tesseract-ocr" in error.message
+    assert _error(make_image([["a page"]]), FileType.IMAGE, None).reason == "OCR_UNAVAILABLE"
+
+
+def test_a_missing_language_is_named(tesseract):
+    reader = TesseractReader(OcrConfig(languages="eng+klingon"))
+    assert reader.missing is not None and "klingon" in reader.missing
+    assert reader_from(OcrConfig(enabled=False)) is None
+
+
+def test_with_ocr_off_a_mixed_pdf_keeps_its_text_pages():
+    parsed = parse(make_scanned_pdf([None, ["scanned"]]), FileType.PDF, LIMITS, None)
+    assert [s.page for s in parsed.sections] == [1]
+
+
+def test_too_many_scanned_pages_are_refused_before_any_ocr():
+    reader = RecordingReader(max_pages=2)
+    error = _error(make_scanned_pdf([["a"], ["b"], ["c"]]), FileType.PDF, reader)
+    assert (error.code, error.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_OCR_PAGES")
+    assert reader.seen == []
+
+
+def test_a_poster_sized_page_renders_within_the_pixel_limit():
+    from pypdf import PdfWriter
+
+    writer = PdfWriter(clone_from=io.BytesIO(make_scanned_pdf([["poster"]])))
+    writer.pages[0].scale_to(612 * 20, 792 * 20)  # 170 x 220 inches
+    out = io.BytesIO()
+    writer.write(out)
+    reader = RecordingReader()
+    parse(out.getvalue(), FileType.PDF, ParseLimits(max_image_pixels=4_000_000), reader)
+    [(_, (width, height), dpi)] = reader.seen
+    assert width * height <= 4_000_000 and dpi < 20
+
+
+def test_a_png_and_a_multipage_tiff_are_read(tesseract):
+    png = parse(make_image([["Invoice 7731 is due on the first of March."]]), FileType.IMAGE, LIMITS, tesseract)
+    assert [s.page for s in png.sections] == [1] and "Invoice 7731 is due" in png.sections[0].text
+    tiff = make_image([["First page of the fax."], ["Second page of the fax."]], fmt="TIFF")
+    parsed = parse(tiff, FileType.IMAGE, LIMITS, tesseract)
+    assert [s.page for s in parsed.sections] == [1, 2] and parsed.page_count == 2
+    assert "Second page of the fax" in parsed.sections[1].text
+
+
+def test_images_beyond_the_pixel_limit_are_refused_undecoded():
+    reader = RecordingReader()
+    for width, height in ((10_000, 10_000), (100_000, 100_000)):  # our limit; Pillow's bomb guard
+        error = _error(png_header_only(width, height), FileType.IMAGE, reader)
+        assert (error.code, error.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "IMAGE_TOO_LARGE")
+    assert reader.seen == []
+
+
+def test_broken_images_are_corrupt_files():
+    reader = RecordingReader()
+    truncated = make_image([["cut short"]])[:400]
+    for data in (b"\x89PNG\r\n\x1a\n" + b"garbage" * 20, truncated):
+        error = _error(data, FileType.IMAGE, reader)
+        assert (error.code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "CORRUPT_FILE")
+
+
+def test_an_image_upload_is_typed_by_its_bytes():
+    jpeg = io.BytesIO()
+    Image.new("L", (20, 20), 255).save(jpeg, "JPEG")
+    upload = validate_upload("photo.png", "image/png", jpeg.getvalue(), 10 * MB)
+    assert (upload.file_type, upload.content_type) == (FileType.IMAGE, "image/jpeg")
+    with pytest.raises(DomainError) as caught:
+        validate_upload("notes.png", "image/png", b"just some text", 10 * MB)
+    assert caught.value.reason == "CORRUPT_FILE"
+
+
+def test_tesseract_is_what_setup_installs():
+    assert shutil.which("tesseract"), "tools/system_packages.sh (make setup) installs tesseract-ocr"
