@@ -3,7 +3,8 @@
 Routes are derived from the descriptor set (``make proto`` writes gateway/docuthinker.pb), so
 a new RPC needs no hand-written route: streams get an unbounded timeout, unary calls a
 bounded one, and only idempotent unary calls (HTTP GET, or pure computations listed in
-IDEMPOTENT_POST) are retried by Envoy.
+IDEMPOTENT_POST) are retried by Envoy. With ``DOCUTHINKER_AUTH_JWKS_FILE`` set, bearer tokens
+are verified first and the tenant is taken from them (``gateway/auth.py``).
 
     python -m gateway.envoy_config --out gateway/envoy.yaml   # render with the current env
 """
@@ -18,6 +19,8 @@ import yaml
 from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
+from gateway import auth as edge_auth
+from gateway.auth import AuthSettings
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
 GATEWAY_DIR = pathlib.Path(__file__).resolve().parent
@@ -140,7 +143,9 @@ def _cluster(service: str, settings: MeshSettings, health_service: str) -> dict:
     }
 
 
-def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET) -> dict:
+def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET,
+           auth: AuthSettings | None = None) -> dict:
+    """Envoy's bootstrap; with ``auth`` enabled, bearer tokens are verified ahead of the transcoder."""
     methods = load_methods(descriptor_set)
     full_names = {short: ms[0].service for short, ms in methods.items()}
     routes = [r for service in SERVICE_NAMES for r in _routes(service, methods[service])]
@@ -187,11 +192,15 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
                                     },
                                 }
                             ],
+                            "local_reply_config": {
+                                "mappers": edge_auth.local_reply_mappers() if auth is not None and auth.enabled else []
+                            },
                             "route_config": {
                                 "name": "docuthinker",
                                 "virtual_hosts": [{"name": "docuthinker", "domains": ["*"], "routes": routes}],
                             },
                             "http_filters": [
+                                *(edge_auth.http_filters(auth) if auth is not None and auth.enabled else []),
                                 transcoder,
                                 {
                                     "name": "envoy.filters.http.router",
@@ -215,9 +224,9 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
     }
 
 
-def write(path: pathlib.Path, settings: MeshSettings) -> pathlib.Path:
+def write(path: pathlib.Path, settings: MeshSettings, auth: AuthSettings | None = None) -> pathlib.Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(render(settings), sort_keys=False))
+    path.write_text(yaml.safe_dump(render(settings, auth=auth), sort_keys=False))
     return path
 
 
@@ -225,7 +234,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Render Envoy's config for the DocuThinker mesh.")
     parser.add_argument("--out", type=pathlib.Path, default=GATEWAY_DIR / "envoy.yaml")
     args = parser.parse_args()
-    print(write(args.out, MeshSettings()))
+    print(write(args.out, MeshSettings(), AuthSettings()))
 
 
 if __name__ == "__main__":

@@ -34,9 +34,12 @@ def main() -> int:
         print(f"{name:<13} gRPC:          {mesh.grpc_target(name)}")
     print(f"logs: {mesh.log_dir}   data: {mesh.data_dir}")
     print("all services SERVING", flush=True)
+    if mesh.auth.enabled:
+        print(f"auth: bearer tokens required (JWKS {mesh.auth.jwks_file}); mint one with"
+              " `python -m gateway.auth token --tenant NAME`")
     if not args.no_demo:
         try:
-            demo.run(mesh.base_url, out=lambda line: print(line, flush=True))
+            demo.run(mesh.base_url, out=lambda line: print(line, flush=True), token=demo.token_for(mesh.auth))
         except Exception as exc:  # noqa: BLE001 - the mesh stays up; the demo is a courtesy
             print(f"demo failed: {exc}", file=sys.stderr, flush=True)
     print("press Ctrl-C to stop", flush=True)

@@ -24,6 +24,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway import envoy_config
+from gateway.auth import AuthSettings
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -68,6 +69,7 @@ class Mesh:
     startup_timeout_s: float = 180.0
     env: dict[str, str] = field(init=False, default_factory=dict)
     settings: MeshSettings = field(init=False)
+    auth: AuthSettings = field(init=False)
     _procs: dict[str, subprocess.Popen] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -90,6 +92,7 @@ class Mesh:
         try:
             os.environ.update({k: v for k, v in env.items() if k.startswith("DOCUTHINKER_")})
             self.settings = MeshSettings()
+            self.auth = AuthSettings()
         finally:
             os.environ.clear()
             os.environ.update(saved)
@@ -127,7 +130,7 @@ class Mesh:
                 self._wait(lambda: self._routed(name), name)
 
     def start_gateway(self) -> None:
-        config = envoy_config.write(self.log_dir / "envoy.yaml", self.settings)
+        config = envoy_config.write(self.log_dir / "envoy.yaml", self.settings, self.auth)
         self._spawn(
             "gateway",
             [envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn",

@@ -1,0 +1,214 @@
+"""Authentication at the edge: Envoy verifies a JWT on every call and takes the tenant from it.
+
+Off unless ``DOCUTHINKER_AUTH_JWKS_FILE`` names a JWKS file (the issuer's public keys). It can be
+your identity provider's keys saved to a file (RS256, ES256, EdDSA ...), or DocuThinker's own::
+
+    python -m gateway.auth keygen --dir data/auth     # a signing key and data/auth/jwks.json
+    python -m gateway.auth token --tenant acme         # a bearer token for tenant "acme"
+
+With it on, Envoy does this to every request but ``GET /v1/health``, in this order:
+
+1. It drops any ``x-tenant-id`` header the client sent.
+2. It verifies the ``Authorization: Bearer`` token: signature, issuer, audience and expiry.
+   Failing that, the answer is HTTP 401 (gRPC UNAUTHENTICATED).
+3. It requires the tenant claim (``DOCUTHINKER_AUTH_TENANT_CLAIM``), shaped like a tenant id.
+   Failing that, the answer is HTTP 403 (gRPC PERMISSION_DENIED).
+4. It sets ``x-tenant-id`` from that claim.
+
+Both errors are ``google.rpc.Status`` JSON, like every other error of the REST surface. The
+services behind Envoy trust ``x-tenant-id``, so their own ports must stay private: loopback
+here, ClusterIP Services in ``deploy/k8s``. Envoy reads the JWKS file at startup: after a key
+rotation (``keygen`` again adds a key), restart the gateway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import pathlib
+import time
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from services.runtime.request_context import TENANT_PATTERN
+
+KEY_FILE = "signing-key.pem"
+JWKS_FILE = "jwks.json"
+ALGORITHM = "RS256"
+_JWT_FILTER = "envoy.filters.http.jwt_authn"
+_PAYLOAD_METADATA = "jwt_payload"
+# Envoy's RE2 budget for RBAC regexes is small: the length limit of a tenant id is left to the
+# services, which refuse longer ones with INVALID_TENANT.
+_TENANT_REGEX = "[A-Za-z0-9][A-Za-z0-9_.-]*"
+
+
+class AuthSettings(BaseSettings):
+    """Bearer-token authentication at the gateway (Envoy's jwt_authn filter)."""
+
+    model_config = SettingsConfigDict(env_prefix="DOCUTHINKER_AUTH_", frozen=True, extra="ignore")
+
+    jwks_file: pathlib.Path | None = None
+    """JWKS file of the token issuer's public keys. Set, every REST and gRPC call through Envoy but
+    GET /v1/health needs a bearer token, and the tenant comes from the token, not from x-tenant-id."""
+    issuer: str = "docuthinker"
+    """Required ``iss`` claim of tokens."""
+    audience: str = "docuthinker"
+    """Required ``aud`` claim of tokens."""
+    tenant_claim: str = "tenant"
+    """Claim holding the caller's tenant id."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.jwks_file is not None
+
+
+# -- Envoy configuration ------------------------------------------------------------------
+def http_filters(auth: AuthSettings) -> list[dict]:
+    """The filters that go before the transcoder: strip the header, verify the token, require the tenant."""
+    assert auth.jwks_file is not None
+    strip = {
+        "name": "envoy.filters.http.header_mutation",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation",
+            "mutations": {"request_mutations": [{"remove": "x-tenant-id"}]},
+        },
+    }
+    verify = {
+        "name": _JWT_FILTER,
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
+            "providers": {
+                "docuthinker": {
+                    "issuer": auth.issuer,
+                    "audiences": [auth.audience],
+                    "local_jwks": {"filename": str(pathlib.Path(auth.jwks_file).resolve())},
+                    "payload_in_metadata": _PAYLOAD_METADATA,
+                    "claim_to_headers": [{"header_name": "x-tenant-id", "claim_name": auth.tenant_claim}],
+                }
+            },
+            "rules": [
+                {"match": {"path": "/v1/health"}},
+                {"match": {"prefix": "/"}, "requires": {"provider_name": "docuthinker"}},
+            ],
+        },
+    }
+    require_tenant = {
+        "name": "envoy.filters.http.rbac",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC",
+            "rules": {
+                "action": "ALLOW",
+                "policies": {
+                    "health": {
+                        "permissions": [{"url_path": {"path": {"exact": "/v1/health"}}}],
+                        "principals": [{"any": True}],
+                    },
+                    "tenant_token": {
+                        "permissions": [{"any": True}],
+                        "principals": [{"metadata": {
+                            "filter": _JWT_FILTER,
+                            "path": [{"key": _PAYLOAD_METADATA}, {"key": auth.tenant_claim}],
+                            "value": {"string_match": {"safe_regex": {"regex": _TENANT_REGEX}}},
+                        }}],
+                    },
+                },
+            },
+        },
+    }
+    return [strip, verify, require_tenant]
+
+
+def local_reply_mappers() -> list[dict]:
+    """Envoy's own 401 and 403 answers as google.rpc.Status JSON (codes 16 and 7)."""
+    return [_status_mapper(401, 16), _status_mapper(403, 7)]
+
+
+def _status_mapper(http_status: int, grpc_code: int) -> dict:
+    return {
+        "filter": {"status_code_filter": {"comparison": {
+            "op": "EQ", "value": {"default_value": http_status, "runtime_key": f"docuthinker.reply_{http_status}"},
+        }}},
+        "body_format_override": {
+            "json_format": {"code": grpc_code, "message": "%LOCAL_REPLY_BODY%", "details": []},
+            "content_type": "application/json",
+        },
+    }
+
+
+# -- keys and tokens ----------------------------------------------------------------------
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _thumbprint(jwk: dict) -> str:
+    """RFC 7638 key id: the hash of the key's required members, so each key names itself."""
+    canonical = json.dumps({k: jwk[k] for k in ("e", "kty", "n")}, separators=(",", ":"), sort_keys=True)
+    return _b64(hashlib.sha256(canonical.encode()).digest())
+
+
+def keygen(directory: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """A new RSA signing key (replacing the old one) whose public half is added to the JWKS file.
+
+    Old public keys stay in the JWKS, so tokens signed before a rotation stay valid until they expire.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = json.loads(RSAAlgorithm.to_jwk(key.public_key()))
+    public.update({"kid": _thumbprint(public), "alg": ALGORITHM, "use": "sig"})
+    jwks_path = directory / JWKS_FILE
+    jwks = json.loads(jwks_path.read_text()) if jwks_path.exists() else {"keys": []}
+    jwks["keys"].append(public)
+    key_path = directory / KEY_FILE
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    descriptor = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as out:
+        out.write(pem)
+    jwks_path.write_text(json.dumps(jwks, indent=2))
+    return key_path, jwks_path
+
+
+def mint(key_path: pathlib.Path, tenant: str, *, ttl_s: float, auth: AuthSettings, subject: str = "",
+         now: float | None = None) -> str:
+    """A signed bearer token for ``tenant`` (the key id names the key, so a JWKS may hold several)."""
+    if not TENANT_PATTERN.match(tenant):
+        raise ValueError(f"invalid tenant id {tenant!r}: 1-64 letters, digits, '.', '_' or '-'")
+    key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+    public = json.loads(RSAAlgorithm.to_jwk(key.public_key()))  # type: ignore[arg-type]
+    issued = int(time.time() if now is None else now)
+    claims = {"iss": auth.issuer, "aud": auth.audience, "iat": issued, "exp": issued + int(ttl_s),
+              auth.tenant_claim: tenant}
+    if subject:
+        claims["sub"] = subject
+    return jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": _thumbprint(public)})  # type: ignore[arg-type]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m gateway.auth", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    generate = commands.add_parser("keygen", help="make a signing key and add its public key to the JWKS file")
+    generate.add_argument("--dir", type=pathlib.Path, default=pathlib.Path("data/auth"))
+    issue = commands.add_parser("token", help="print a bearer token for a tenant")
+    issue.add_argument("--tenant", required=True)
+    issue.add_argument("--ttl-hours", type=float, default=24.0)
+    issue.add_argument("--subject", default="", help="who the token is for (the sub claim)")
+    issue.add_argument("--key", type=pathlib.Path, default=pathlib.Path("data/auth") / KEY_FILE)
+    args = parser.parse_args(argv)
+    if args.command == "keygen":
+        key_path, jwks_path = keygen(args.dir)
+        print(f"signing key: {key_path}\nJWKS: {jwks_path}\nenable with: export DOCUTHINKER_AUTH_JWKS_FILE={jwks_path}")
+    else:
+        try:
+            print(mint(args.key, args.tenant, ttl_s=args.ttl_hours * 3600, auth=AuthSettings(), subject=args.subject))
+        except (ValueError, OSError) as exc:
+            parser.error(str(exc))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The gateway's bearer-token auth: keys and tokens, and the Envoy config it renders (validated by
+the real Envoy binary). What Envoy then does with real requests is tested in tests/e2e/test_auth.py."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+
+import jwt
+import pytest
+
+from gateway import envoy_config
+from gateway.auth import AuthSettings, keygen, main, mint
+from services.launcher.mesh import envoy_binary
+from services.runtime.config import MeshSettings
+
+
+@pytest.fixture
+def keys(tmp_path):
+    key, jwks = keygen(tmp_path / "auth")
+    return key, jwks, AuthSettings(jwks_file=jwks)
+
+
+def _verify(token: str, jwks_path, auth: AuthSettings) -> dict:
+    kid = jwt.get_unverified_header(token)["kid"]
+    [jwk] = [k for k in json.loads(jwks_path.read_text())["keys"] if k["kid"] == kid]
+    public = jwt.PyJWK(jwk).key
+    return jwt.decode(token, public, algorithms=["RS256"], audience=auth.audience, issuer=auth.issuer)
+
+
+def test_a_minted_token_verifies_against_the_jwks(keys):
+    key, jwks, auth = keys
+    claims = _verify(mint(key, "acme", ttl_s=3600, auth=auth, subject="ci"), jwks, auth)
+    assert (claims["tenant"], claims["sub"], claims["exp"] - claims["iat"]) == ("acme", "ci", 3600)
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600  # the signing key is readable by its owner only
+
+
+def test_rotation_keeps_old_tokens_valid(keys):
+    key, jwks, auth = keys
+    old = mint(key, "acme", ttl_s=3600, auth=auth)
+    keygen(jwks.parent)
+    new = mint(key, "acme", ttl_s=3600, auth=auth)
+    assert len(json.loads(jwks.read_text())["keys"]) == 2
+    assert jwt.get_unverified_header(old)["kid"] != jwt.get_unverified_header(new)["kid"]
+    assert _verify(old, jwks, auth)["tenant"] == _verify(new, jwks, auth)["tenant"] == "acme"
+
+
+def test_tenants_are_checked_when_minting(keys, capsys):
+    key, _, auth = keys
+    with pytest.raises(ValueError, match="invalid tenant"):
+        mint(key, "acme corp!", ttl_s=60, auth=auth)
+    with pytest.raises(SystemExit):
+        main(["token", "--tenant", "ok", "--key", str(key.parent / "missing.pem")])
+
+
+def _filters(rendered: dict) -> list[str]:
+    hcm = rendered["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    return [f["name"].rsplit(".", 1)[-1] for f in hcm["http_filters"]]
+
+
+def test_auth_filters_come_before_the_transcoder_only_when_enabled(keys):
+    _, _, auth = keys
+    assert _filters(envoy_config.render(MeshSettings())) == ["grpc_json_transcoder", "router"]
+    assert _filters(envoy_config.render(MeshSettings(), auth=AuthSettings())) == ["grpc_json_transcoder", "router"]
+    assert _filters(envoy_config.render(MeshSettings(), auth=auth)) == [
+        "header_mutation", "jwt_authn", "rbac", "grpc_json_transcoder", "router"]
+
+
+def test_envoy_accepts_the_auth_config(keys, tmp_path):
+    _, _, auth = keys
+    config = envoy_config.write(tmp_path / "envoy.yaml", MeshSettings(), auth)
+    result = subprocess.run([envoy_binary(), "--mode", "validate", "-c", str(config), "--disable-hot-restart"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+
+
+def test_make_run_demo_signs_its_own_token_when_auth_is_on(keys, tmp_path):
+    from services.launcher.demo import token_for
+
+    _, jwks, auth = keys
+    assert token_for(AuthSettings()) is None
+    assert _verify(token_for(auth), jwks, auth)["tenant"] == "default"
+    with pytest.raises(RuntimeError, match="no .* to sign"):
+        token_for(AuthSettings(jwks_file=tmp_path / "elsewhere" / "jwks.json"))
