@@ -1,9 +1,10 @@
-"""Cost tracker: every LLM call's spend, by provider, model and intent, with daily and monthly budgets.
+"""Cost tracker: every LLM call's spend, by provider, model, intent and tenant, with daily and monthly budgets.
 
 Fed at runtime from two places: the provider router's listener (calls made by this process)
 and the usage that downstream answers report (RAG answers carry their own cost). Prices come
 from the shared table in ``services.providers.pricing``. Days and months are UTC; "week" is
-the last seven days.
+the last seven days. Budgets are mesh-wide, plus optional per-tenant limits so that one tenant
+cannot spend the whole mesh's budget; the tenant is the one bound to the request that made the call.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from dataclasses import dataclass
 from services.orchestrator.database import Database
 from services.providers.base import Usage
 from services.providers.pricing import PriceTable
+from services.runtime import request_context
 from services.runtime.errors import InvalidArgument, ResourceExhausted
 
 PERIODS = ("today", "week", "month")
 UNATTRIBUTED = "unattributed"
 
-_SCHEMA = """
+# '' marks records made outside a request, and those made before tenants were tracked.
+_TENANT_COLUMN = "tenant TEXT NOT NULL DEFAULT ''"
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS cost_records (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     ts REAL NOT NULL,
@@ -34,10 +38,13 @@ CREATE TABLE IF NOT EXISTS cost_records (
     output_tokens INTEGER NOT NULL,
     cache_read_tokens INTEGER NOT NULL,
     cache_write_tokens INTEGER NOT NULL,
-    cost_usd REAL NOT NULL
+    cost_usd REAL NOT NULL,
+    {_TENANT_COLUMN}
 );
 CREATE INDEX IF NOT EXISTS cost_records_ts ON cost_records (ts);
 """
+# Created after the migration: an old table has no tenant column to index until then.
+_TENANT_INDEX = "CREATE INDEX IF NOT EXISTS cost_records_tenant_ts ON cost_records (tenant, ts);"
 
 _intent: contextvars.ContextVar[str] = contextvars.ContextVar("docuthinker_cost_intent", default=UNATTRIBUTED)
 
@@ -86,13 +93,32 @@ class Bucket:
 
 
 @dataclass(frozen=True)
+class TenantBudget:
+    tenant: str
+    daily_budget: float
+    """0 means no per-tenant limit (the mesh's budget still applies)."""
+    monthly_budget: float
+    daily_spent: float
+    monthly_spent: float
+
+    def limits(self) -> list[tuple[str, float, float]]:
+        """(budget, spent, limit) of each limit that applies; none without a tenant (no caller to hold to it)."""
+        if not self.tenant:
+            return []
+        pairs = (("daily", self.daily_spent, self.daily_budget), ("monthly", self.monthly_spent, self.monthly_budget))
+        return [(name, spent, limit) for name, spent, limit in pairs if limit > 0]
+
+
+@dataclass(frozen=True)
 class BudgetStatus:
     daily_budget: float
     monthly_budget: float
     daily_spent: float
     monthly_spent: float
+    tenant: TenantBudget
+    """The caller's tenant."""
     warning: bool
-    """Either budget is at or beyond the warning ratio."""
+    """A budget, the mesh's or the caller tenant's, is at or beyond the warning ratio."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +129,8 @@ class CostReport:
     total_cost: float
     total_requests: int
     budget: BudgetStatus
+    tenant_total: Bucket
+    """The caller tenant's spend in the period."""
 
 
 class CostTracker:
@@ -113,6 +141,8 @@ class CostTracker:
         *,
         daily_budget: float = 10.0,
         monthly_budget: float = 200.0,
+        tenant_daily_budget: float = 0.0,
+        tenant_monthly_budget: float = 0.0,
         warning_ratio: float = 0.8,
         retention_days: int = 62,
         clock: Callable[[], float] = time.time,
@@ -121,10 +151,21 @@ class CostTracker:
         self.prices = prices
         self.daily_budget = daily_budget
         self.monthly_budget = monthly_budget
+        self.tenant_daily_budget = tenant_daily_budget
+        self.tenant_monthly_budget = tenant_monthly_budget
         self.warning_ratio = warning_ratio
         self._retention_s = retention_days * 86_400
         self._clock = clock
         db.script(_SCHEMA)
+        self._add_tenant_column()
+        db.script(_TENANT_INDEX)
+
+    def _add_tenant_column(self) -> None:
+        """Migrates a ledger created before tenants were tracked; its rows keep tenant ''."""
+        with self._db.transaction() as conn:
+            columns = {row["name"] for row in conn.execute("PRAGMA table_info(cost_records)")}
+            if "tenant" not in columns:
+                conn.execute(f"ALTER TABLE cost_records ADD COLUMN {_TENANT_COLUMN}")
 
     def record(self, provider: str, model: str, usage: Usage, intent: str | None = None) -> float:
         """Stores one call; its cost is ``usage.cost_usd`` when the caller priced it, else the table's."""
@@ -132,10 +173,11 @@ class CostTracker:
         now = self._clock()
         with self._db.transaction() as conn:
             conn.execute(
-                "INSERT INTO cost_records (ts, provider, model, intent, input_tokens, output_tokens,"
-                " cache_read_tokens, cache_write_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO cost_records (ts, tenant, provider, model, intent, input_tokens, output_tokens,"
+                " cache_read_tokens, cache_write_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     now,
+                    _caller_tenant(),
                     provider,
                     model,
                     intent or current_intent(),
@@ -157,17 +199,24 @@ class CostTracker:
         return self.prices.price_of(model).cost(Usage(input_tokens=prompt_tokens, output_tokens=output_tokens))
 
     def budget(self) -> BudgetStatus:
+        """The mesh's budgets and the caller tenant's."""
         now = self._clock()
         daily = self._spent_since(_day_start(now))
         monthly = self._spent_since(_month_start(now))
-        warning = _over(daily, self.daily_budget * self.warning_ratio) or _over(
-            monthly, self.monthly_budget * self.warning_ratio
-        )
-        return BudgetStatus(self.daily_budget, self.monthly_budget, daily, monthly, warning)
+        tenant = self._tenant_budget(_caller_tenant(), now)
+        limits = [("daily", daily, self.daily_budget), ("monthly", monthly, self.monthly_budget), *tenant.limits()]
+        warning = any(_over(spent, limit * self.warning_ratio) for _, spent, limit in limits)
+        return BudgetStatus(self.daily_budget, self.monthly_budget, daily, monthly, tenant, warning)
 
     def check(self, estimated_cost: float = 0.0) -> BudgetStatus:
-        """Raises RESOURCE_EXHAUSTED when the spend so far plus ``estimated_cost`` exceeds a budget."""
+        """Raises RESOURCE_EXHAUSTED when the spend so far plus ``estimated_cost`` exceeds the mesh's budget
+        or the caller tenant's."""
         status = self.budget()
+        self._check_mesh(status, estimated_cost)
+        self._check_tenant(status.tenant, estimated_cost)
+        return status
+
+    def _check_mesh(self, status: BudgetStatus, estimated_cost: float) -> None:
         for name, spent, limit in (
             ("daily", status.daily_spent, status.daily_budget),
             ("monthly", status.monthly_spent, status.monthly_budget),
@@ -184,7 +233,22 @@ class CostTracker:
                         "estimated_usd": f"{estimated_cost:.6g}",
                     },
                 )
-        return status
+
+    def _check_tenant(self, tenant: TenantBudget, estimated_cost: float) -> None:
+        for name, spent, limit in tenant.limits():
+            if spent + estimated_cost > limit:
+                raise ResourceExhausted(
+                    f"tenant {tenant.tenant!r} exhausted its {name} LLM budget of ${limit:.6g}: spent ${spent:.6g},"
+                    f" this request needs about ${estimated_cost:.6g}",
+                    reason="TENANT_BUDGET_EXCEEDED",
+                    metadata={
+                        "tenant": tenant.tenant,
+                        "budget": name,
+                        "limit_usd": f"{limit:.6g}",
+                        "spent_usd": f"{spent:.6g}",
+                        "estimated_usd": f"{estimated_cost:.6g}",
+                    },
+                )
 
     def report(self, period: str = "today") -> CostReport:
         period = period or "today"
@@ -203,7 +267,24 @@ class CostTracker:
             total_cost=sum(b.cost for b in by_provider.values()),
             total_requests=sum(b.requests for b in by_provider.values()),
             budget=self.budget(),
+            tenant_total=self._tenant_total(_caller_tenant(), since),
         )
+
+    def _tenant_budget(self, tenant: str, now: float) -> TenantBudget:
+        return TenantBudget(
+            tenant=tenant,
+            daily_budget=self.tenant_daily_budget,
+            monthly_budget=self.tenant_monthly_budget,
+            daily_spent=self._tenant_total(tenant, _day_start(now)).cost,
+            monthly_spent=self._tenant_total(tenant, _month_start(now)).cost,
+        )
+
+    def _tenant_total(self, tenant: str, since: float) -> Bucket:
+        row = self._db.one(
+            "SELECT COALESCE(SUM(cost_usd), 0) AS cost, COUNT(*) AS n FROM cost_records WHERE tenant = ? AND ts >= ?",
+            (tenant, since),
+        )
+        return Bucket(float(row["cost"]), int(row["n"])) if row else Bucket()
 
     def _grouped(self, column: str, since: float) -> dict[str, Bucket]:
         rows = self._db.query(
@@ -216,6 +297,11 @@ class CostTracker:
     def _spent_since(self, since: float) -> float:
         row = self._db.one("SELECT COALESCE(SUM(cost_usd), 0) AS s FROM cost_records WHERE ts >= ?", (since,))
         return float(row["s"]) if row else 0.0
+
+
+def _caller_tenant() -> str:
+    ctx = request_context.current()
+    return ctx.tenant if ctx else ""
 
 
 def _over(spent: float, threshold: float) -> bool:

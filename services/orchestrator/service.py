@@ -64,6 +64,8 @@ def binding(
         prices,
         daily_budget=config.daily_budget_usd,
         monthly_budget=config.monthly_budget_usd,
+        tenant_daily_budget=config.tenant_daily_budget_usd,
+        tenant_monthly_budget=config.tenant_monthly_budget_usd,
         warning_ratio=config.budget_warning_ratio,
         retention_days=config.cost_retention_days,
     )

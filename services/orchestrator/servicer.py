@@ -224,6 +224,13 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
             daily_spent=report.budget.daily_spent,
             monthly_spent=report.budget.monthly_spent,
             warning=report.budget.warning,
+            tenant=report.budget.tenant.tenant,
+            tenant_daily_spent=report.budget.tenant.daily_spent,
+            tenant_monthly_spent=report.budget.tenant.monthly_spent,
+            tenant_daily_budget=report.budget.tenant.daily_budget,
+            tenant_monthly_budget=report.budget.tenant.monthly_budget,
+            tenant_total_cost=report.tenant_total.cost,
+            tenant_total_requests=report.tenant_total.requests,
         )
 
     async def ListCircuits(self, request: pb.ListCircuitsRequest, context) -> pb.ListCircuitsResponse:

@@ -35,6 +35,10 @@ class OrchestratorSettings(BaseSettings):
     """LLM spend allowed per UTC day; requests beyond it get RESOURCE_EXHAUSTED (HTTP 429)."""
     monthly_budget_usd: float = Field(default=200.0, ge=0)
     """LLM spend allowed per UTC calendar month."""
+    tenant_daily_budget_usd: float = Field(default=0.0, ge=0)
+    """LLM spend one tenant may make per UTC day, within the mesh's budget; 0 means no per-tenant limit."""
+    tenant_monthly_budget_usd: float = Field(default=0.0, ge=0)
+    """LLM spend one tenant may make per UTC calendar month; 0 means no per-tenant limit."""
     budget_warning_ratio: float = Field(default=0.8, gt=0, le=1)
     """Share of a budget at which reports carry a warning (and the log says so)."""
     cost_retention_days: int = Field(default=62, ge=31)

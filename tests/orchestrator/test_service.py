@@ -6,6 +6,8 @@ import asyncio
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as pb
@@ -285,6 +287,33 @@ async def test_llm_spend_of_the_nlp_service_counts_in_costs_and_budgets(make_orc
     with pytest.raises(grpc.aio.AioRpcError) as error:
         await events(stub.Process(pb.ProcessRequest(intent="document.rewrite", text="hey")))
     assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+async def test_each_tenant_is_charged_and_limited_on_its_own(make_orchestrator, fake_mesh):
+    stub = await make_orchestrator(tenant_daily_budget_usd=0.05).start()
+    fake_mesh.nlp.rewrite_usage = [nlp_pb.LlmUsage(provider="anthropic", model="claude-haiku-4-5", calls=1,
+                                                   input_tokens=900, output_tokens=300, cost_usd=0.06)]
+    t1, t2 = [("x-tenant-id", "t1")], [("x-tenant-id", "t2")]
+    rewrite = pb.ProcessRequest(intent="document.rewrite", text="hey")
+    await events(stub.Process(rewrite, metadata=t1))
+
+    with pytest.raises(grpc.aio.AioRpcError) as error:
+        await events(stub.Process(rewrite, metadata=t1))
+    assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    info = error_details_pb2.ErrorInfo()
+    assert rpc_status.from_call(error.value).details[0].Unpack(info)
+    assert (info.reason, info.metadata["tenant"], info.metadata["budget"]) == ("TENANT_BUDGET_EXCEEDED", "t1", "daily")
+
+    assert (await events(stub.Process(rewrite, metadata=t2)))[-1].done.success, "another tenant still has budget"
+    costs = await stub.GetCosts(pb.GetCostsRequest(period="today"), metadata=t1)
+    assert costs.total_requests == 2 and costs.daily_spent == pytest.approx(0.12), "the mesh-wide view is unchanged"
+    assert costs.tenant == "t1" and costs.tenant_total_requests == 1
+    assert costs.tenant_total_cost == pytest.approx(0.06) and costs.tenant_daily_spent == pytest.approx(0.06)
+    assert costs.tenant_monthly_spent == pytest.approx(0.06)
+    assert (costs.tenant_daily_budget, costs.tenant_monthly_budget) == (0.05, 0.0)
+    assert costs.warning, "t1 is beyond its own limit"
+    other = await stub.GetCosts(pb.GetCostsRequest(period="today"), metadata=[("x-tenant-id", "t3")])
+    assert (other.tenant, other.tenant_total_requests, other.tenant_daily_spent, other.warning) == ("t3", 0, 0, False)
 
 
 async def test_nlp_results_without_llm_calls_record_nothing(make_orchestrator, fake_mesh):

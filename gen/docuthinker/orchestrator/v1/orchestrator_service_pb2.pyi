@@ -326,7 +326,7 @@ class CostBucket(_message.Message):
     def __init__(self, cost: _Optional[float] = ..., requests: _Optional[int] = ...) -> None: ...
 
 class GetCostsResponse(_message.Message):
-    __slots__ = ("period", "by_provider", "by_intent", "total_cost", "total_requests", "daily_budget", "monthly_budget", "daily_spent", "monthly_spent", "warning")
+    __slots__ = ("period", "by_provider", "by_intent", "total_cost", "total_requests", "daily_budget", "monthly_budget", "daily_spent", "monthly_spent", "warning", "tenant", "tenant_daily_spent", "tenant_monthly_spent", "tenant_daily_budget", "tenant_monthly_budget", "tenant_total_cost", "tenant_total_requests")
     class ByProviderEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -351,6 +351,13 @@ class GetCostsResponse(_message.Message):
     DAILY_SPENT_FIELD_NUMBER: _ClassVar[int]
     MONTHLY_SPENT_FIELD_NUMBER: _ClassVar[int]
     WARNING_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_DAILY_SPENT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_MONTHLY_SPENT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_DAILY_BUDGET_FIELD_NUMBER: _ClassVar[int]
+    TENANT_MONTHLY_BUDGET_FIELD_NUMBER: _ClassVar[int]
+    TENANT_TOTAL_COST_FIELD_NUMBER: _ClassVar[int]
+    TENANT_TOTAL_REQUESTS_FIELD_NUMBER: _ClassVar[int]
     period: str
     by_provider: _containers.MessageMap[str, CostBucket]
     by_intent: _containers.MessageMap[str, CostBucket]
@@ -361,7 +368,14 @@ class GetCostsResponse(_message.Message):
     daily_spent: float
     monthly_spent: float
     warning: bool
-    def __init__(self, period: _Optional[str] = ..., by_provider: _Optional[_Mapping[str, CostBucket]] = ..., by_intent: _Optional[_Mapping[str, CostBucket]] = ..., total_cost: _Optional[float] = ..., total_requests: _Optional[int] = ..., daily_budget: _Optional[float] = ..., monthly_budget: _Optional[float] = ..., daily_spent: _Optional[float] = ..., monthly_spent: _Optional[float] = ..., warning: _Optional[bool] = ...) -> None: ...
+    tenant: str
+    tenant_daily_spent: float
+    tenant_monthly_spent: float
+    tenant_daily_budget: float
+    tenant_monthly_budget: float
+    tenant_total_cost: float
+    tenant_total_requests: int
+    def __init__(self, period: _Optional[str] = ..., by_provider: _Optional[_Mapping[str, CostBucket]] = ..., by_intent: _Optional[_Mapping[str, CostBucket]] = ..., total_cost: _Optional[float] = ..., total_requests: _Optional[int] = ..., daily_budget: _Optional[float] = ..., monthly_budget: _Optional[float] = ..., daily_spent: _Optional[float] = ..., monthly_spent: _Optional[float] = ..., warning: _Optional[bool] = ..., tenant: _Optional[str] = ..., tenant_daily_spent: _Optional[float] = ..., tenant_monthly_spent: _Optional[float] = ..., tenant_daily_budget: _Optional[float] = ..., tenant_monthly_budget: _Optional[float] = ..., tenant_total_cost: _Optional[float] = ..., tenant_total_requests: _Optional[int] = ...) -> None: ...
 
 class ListCircuitsRequest(_message.Message):
     __slots__ = ()
