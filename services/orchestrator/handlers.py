@@ -315,6 +315,15 @@ class Operations:
                 "daily_spent": report.budget.daily_spent,
                 "daily_budget": report.budget.daily_budget,
                 "warning": report.budget.warning,
+                "tenant": {
+                    "tenant": report.budget.tenant.tenant,
+                    "total_cost": report.tenant_total.cost,
+                    "total_requests": report.tenant_total.requests,
+                    "daily_spent": report.budget.tenant.daily_spent,
+                    "daily_budget": report.budget.tenant.daily_budget,
+                    "monthly_spent": report.budget.tenant.monthly_spent,
+                    "monthly_budget": report.budget.tenant.monthly_budget,
+                },
             },
             "orchestrator",
         )

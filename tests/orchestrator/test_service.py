@@ -314,6 +314,9 @@ async def test_each_tenant_is_charged_and_limited_on_its_own(make_orchestrator, 
     assert costs.warning, "t1 is beyond its own limit"
     other = await stub.GetCosts(pb.GetCostsRequest(period="today"), metadata=[("x-tenant-id", "t3")])
     assert (other.tenant, other.tenant_total_requests, other.tenant_daily_spent, other.warning) == ("t3", 0, 0, False)
+    asked = (await events(stub.Process(pb.ProcessRequest(intent="system.costs"), metadata=t2)))[-1].done
+    report = dict(asked.data["results"])
+    assert report["tenant"]["tenant"] == "t2" and report["tenant"]["total_cost"] == pytest.approx(0.06)
 
 
 async def test_nlp_results_without_llm_calls_record_nothing(make_orchestrator, fake_mesh):
