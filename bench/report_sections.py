@@ -188,6 +188,21 @@ def nlp(result: dict) -> list[str]:
                           for r in rows])
 
 
+def ocr(result: dict) -> list[str]:
+    lines = [f"{result.get('pages')} pages of prose, about {fmt(result.get('words_per_page'), 0)} words each, "
+             f"at {result.get('dpi')} dpi ({result.get('languages')}); fixture scan "
+             f"{result.get('fixture_scan', {}).get('file')}: {fmt(result.get('fixture_scan', {}).get('seconds'), 2)} s.",
+             ""]
+    rows = [["clean scan", fmt(result.get("scan_ms_per_page", {}).get("p50"), 0),
+             fmt(result.get("word_accuracy", {}).get("mean"), 4), fmt(result.get("word_accuracy", {}).get("min"), 4)],
+            ["degraded scan", fmt(result.get("degraded_scan_ms_per_page", {}).get("p50"), 0),
+             fmt(result.get("degraded_word_accuracy", {}).get("mean"), 4),
+             fmt(result.get("degraded_word_accuracy", {}).get("min"), 4)],
+            ["text layer", fmt(result.get("text_layer_ms_per_page", {}).get("p50"), 2), "1", "1"]]
+    return lines + table(["page as", "p50 ms/page", "word accuracy", "worst page"], rows) + [
+        "", f"A clean scan costs {fmt(result.get('scan_vs_text_layer_time'), 0)}x the time of its text layer."]
+
+
 def local_llm(result: dict) -> list[str]:
     rows = result.get("results", [])
     one = next((r for r in rows if r.get("threads") == 1), rows[0] if rows else {})
@@ -200,4 +215,4 @@ def local_llm(result: dict) -> list[str]:
 
 
 RENDERERS = {"ingest": ingest, "serving": serving, "quality": quality, "seed_baseline": seed_baseline,
-             "graph": graph, "graph_sync": graph_sync, "nlp": nlp, "local_llm": local_llm}
+             "graph": graph, "graph_sync": graph_sync, "nlp": nlp, "ocr": ocr, "local_llm": local_llm}

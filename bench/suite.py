@@ -86,6 +86,9 @@ SUITE: tuple[Benchmark, ...] = (
               _fixed("handbook-1p.docx", "--repeat", "1"), _fixed(), 300, 1800),
     Benchmark("nlp", "bench.nlp_bench", "NLP operations, documents per second",
               _quick_nlp_docs, _fixed(), 300, 3600),
+    Benchmark("ocr", "bench.ocr_bench",
+              "OCR of clean and degraded scans vs the same page as a PDF text layer; word accuracy",
+              _fixed("--pages", "3"), _fixed(), 300, 1800),
     Benchmark("local_llm", "bench.local_llm_bench", "local SmolLM2 load time and tokens/s by thread count",
               _fixed("--threads", "1,2", "--runs", "1", "--loads", "1", "--tokens", "24"), _fixed(), 300, 1800),
 )
