@@ -38,6 +38,7 @@ class IngestStage(IntEnum):
     EMBEDDED = 4
     INDEXED = 5
     GRAPH_SYNCED = 6
+    OCR = 7
 
 
 @dataclass(frozen=True)

@@ -242,8 +242,11 @@ def test_scans_are_read_by_ocr_and_cited_by_page(client) -> None:
     writer.add_page(PdfReader(scan).pages[0])
     pdf = io.BytesIO()
     writer.write(pdf)
-    document = sse_events(upload(client, "ferry-scan.pdf", pdf.getvalue(), "application/pdf").text)[-1]
-    assert "done" in document, document
+    events = sse_events(upload(client, "ferry-scan.pdf", pdf.getvalue(), "application/pdf").text)
+    assert "done" in events[-1], events[-1]
+    ocr = [(e["progress"]["done"], e["progress"]["total"]) for e in events
+           if e.get("progress", {}).get("stage") == "INGEST_STAGE_OCR"]
+    assert ocr == [("0", "1"), ("1", "1")]  # int64 as JSON strings
     hits = _search(client, "ferry Roscoff pier", "FUSION_METHOD_KEYWORD_ONLY")
     assert hits and hits[0]["provenance"]["filename"] == "ferry-scan.pdf"
     assert hits[0]["provenance"]["page"] == 2 and "Roscoff leaves at seven" in hits[0]["text"]

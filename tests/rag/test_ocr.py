@@ -68,6 +68,22 @@ def test_only_pages_without_a_text_layer_are_ocred():
     assert "harbour office" in parsed.sections[0].text and parsed.sections[1].text == "Recognised words of page 2."
 
 
+def test_progress_is_reported_before_and_after_every_ocr_page():
+    heard: list[tuple[int, int]] = []
+
+    def hear(done: int, total: int) -> None:
+        heard.append((done, total))
+
+    parse(make_scanned_pdf([["a"], None, ["b"]]), FileType.PDF, LIMITS, RecordingReader(), hear)
+    assert heard == [(0, 2), (1, 2), (2, 2)]
+    heard.clear()
+    parse(make_image([["a"], ["b"]], fmt="TIFF"), FileType.IMAGE, LIMITS, RecordingReader(), hear)
+    assert heard == [(0, 2), (1, 2), (2, 2)]
+    heard.clear()
+    parse(make_pdf([["typed"]]), FileType.PDF, LIMITS, RecordingReader(), hear)
+    assert heard == []  # no scan, no OCR progress
+
+
 def test_blank_pages_are_not_scans():
     reader = RecordingReader()
     error = _error(make_pdf([[], []]), FileType.PDF, reader)

@@ -12,7 +12,7 @@ import pytest
 from services.rag.documents import DocumentStatus, IngestOutcome, IngestProgress, IngestStage, document_id_for
 from services.runtime.errors import DomainError
 
-from .factories import make_pdf
+from .factories import make_pdf, make_scanned_pdf
 from .fakes import FailingEmbedder, GatedEmbedder, HashEmbedder
 from .probes import collect, held_by_each_store
 
@@ -265,3 +265,26 @@ async def test_one_failing_resume_does_not_strand_the_others(open_runtime) -> No
     assert await restarted.pipeline.resume_unfinished() == 2
     statuses = sorted(d.status.name for d in restarted.metadata.list_documents("acme", 10))
     assert statuses == ["FAILED", "READY"]
+
+
+async def test_a_scan_streams_ocr_progress_before_it_is_parsed(open_runtime) -> None:
+    runtime = open_runtime()
+    events = await _upload(runtime, make_scanned_pdf([["Pier nine opens at dawn."], None, ["Pier ten at noon."]]),
+                           name="piers.pdf")
+    progress = [(e.stage, e.done, e.total) for e in events if isinstance(e, IngestProgress)]
+    assert progress[:5] == [(IngestStage.RECEIVED, progress[0][1], progress[0][1]), (IngestStage.OCR, 0, 2),
+                            (IngestStage.OCR, 1, 2), (IngestStage.OCR, 2, 2), (IngestStage.PARSED, 3, 3)]
+    assert [stage for stage, _, _ in progress].count(IngestStage.RECEIVED) == 1
+    assert events[-1].document.status is DocumentStatus.READY and events[-1].document.page_count == 3
+
+
+async def test_an_ocr_failure_after_the_stream_started_is_reported_in_it_and_stores_nothing(open_runtime) -> None:
+    runtime = open_runtime(ocr_page_timeout_s=0.001)
+    events = []
+    with pytest.raises(DomainError) as caught:
+        async for event in runtime.pipeline.upload("acme", "slow.pdf", "", make_scanned_pdf([["too slow"]])):
+            events.append(event)
+    assert [e.stage for e in events] == [IngestStage.RECEIVED, IngestStage.OCR]
+    assert (caught.value.code, caught.value.reason) == (grpc.StatusCode.DEADLINE_EXCEEDED, "OCR_TIMEOUT")
+    assert runtime.metadata.count_documents("acme") == 0
+

@@ -44,7 +44,7 @@ from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
 from services.rag.ingest.embedding import TextEmbedder, embed_in_groups
 from services.rag.ingest.formats import FileType, Upload, corrupt, validate_upload
 from services.rag.ingest.jobs import IngestJob, StageTimer
-from services.rag.ingest.ocr import PageReader
+from services.rag.ingest.ocr import OcrProgress, PageReader
 from services.rag.ingest.parsers import ParseLimits, parse
 from services.rag.locks import KeyedLocks
 from services.rag.store import BlobStore, ChunkIndex
@@ -202,9 +202,10 @@ class IngestionPipeline:
     # -- stages ----------------------------------------------------------------------
     async def _ingest(self, record: DocumentRecord, data: bytes, job: IngestJob, forget_on_bad_input: bool) -> None:
         timings = StageTimer()
+        ocr = _OcrEvents(record, job, asyncio.get_running_loop())
         try:
             await self._set_status(record, DocumentStatus.PARSING)
-            parsed = await asyncio.to_thread(self._parse, record, data)
+            parsed = await asyncio.to_thread(self._parse, record, data, ocr.on_page)
             timings.lap("parse_ms")
             await self._set_status(record, DocumentStatus.CHUNKING)
             chunks = await asyncio.to_thread(self._chunk, record, parsed)
@@ -222,7 +223,8 @@ class IngestionPipeline:
                 await self._mark_failed(record, f"internal error while parsing: {type(exc).__name__}")
             raise
         record = replace(record, page_count=parsed.page_count, sheet_names=parsed.sheet_names, title=parsed.title)
-        job.emit(IngestProgress(IngestStage.RECEIVED, record.size_bytes, record.size_bytes, "bytes received"))
+        if not ocr.started:
+            job.emit(IngestProgress(IngestStage.RECEIVED, record.size_bytes, record.size_bytes, "bytes received"))
         job.emit(IngestProgress(IngestStage.PARSED, len(parsed.sections), len(parsed.sections),
                                 f"{len(parsed.sections)} sections, {parsed.char_count} characters"))
         job.emit(IngestProgress(IngestStage.CHUNKED, len(chunks), len(chunks), f"{len(chunks)} chunks"))
@@ -261,10 +263,10 @@ class IngestionPipeline:
             **timings.stages}})
         job.emit(IngestOutcome(final or record))
 
-    def _parse(self, record: DocumentRecord, data: bytes) -> ParsedDocument:
+    def _parse(self, record: DocumentRecord, data: bytes, on_ocr_page: OcrProgress) -> ParsedDocument:
         file_type = FileType(record.file_type)
         try:
-            return parse(data, file_type, self._config.limits, self._config.ocr)
+            return parse(data, file_type, self._config.limits, self._config.ocr, on_ocr_page)
         except DomainError:
             raise
         except RecursionError as exc:
@@ -320,3 +322,28 @@ class IngestionPipeline:
         """Bad input: remove every trace (record, chunks, vectors, original bytes)."""
         self._index.remove_document(record.tenant, record.document_id)
         self._blobs.delete(record.tenant, record.content_sha256)
+
+
+class _OcrEvents:
+    """OCR progress from the parser's worker thread, as events of the upload's stream.
+
+    Events normally start only once a document has parsed, so that bad input still fails the call
+    with its own status (HTTP 4xx over REST). A scan is past every check but OCR itself when OCR
+    starts, and may take minutes: its stream starts then (RECEIVED), and reports every page.
+    """
+
+    def __init__(self, record: DocumentRecord, job: IngestJob, loop: asyncio.AbstractEventLoop) -> None:
+        self._record, self._job, self._loop = record, job, loop
+        self.started = False
+
+    def on_page(self, done: int, total: int) -> None:
+        # Runs in the parser's thread; the job's queue belongs to the loop. Callbacks run in the order
+        # they were scheduled, so all of them have run when the parse's result reaches the loop.
+        self._loop.call_soon_threadsafe(self._emit, done, total)
+
+    def _emit(self, done: int, total: int) -> None:
+        if not self.started:
+            self.started = True
+            size = self._record.size_bytes
+            self._job.emit(IngestProgress(IngestStage.RECEIVED, size, size, "bytes received"))
+        self._job.emit(IngestProgress(IngestStage.OCR, done, total, f"OCR: {done} of {total} pages read"))

@@ -37,6 +37,7 @@ class IngestStage(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INGEST_STAGE_EMBEDDED: _ClassVar[IngestStage]
     INGEST_STAGE_INDEXED: _ClassVar[IngestStage]
     INGEST_STAGE_GRAPH_SYNCED: _ClassVar[IngestStage]
+    INGEST_STAGE_OCR: _ClassVar[IngestStage]
 DOCUMENT_STATUS_UNSPECIFIED: DocumentStatus
 DOCUMENT_STATUS_PENDING: DocumentStatus
 DOCUMENT_STATUS_PARSING: DocumentStatus
@@ -56,6 +57,7 @@ INGEST_STAGE_CHUNKED: IngestStage
 INGEST_STAGE_EMBEDDED: IngestStage
 INGEST_STAGE_INDEXED: IngestStage
 INGEST_STAGE_GRAPH_SYNCED: IngestStage
+INGEST_STAGE_OCR: IngestStage
 
 class Document(_message.Message):
     __slots__ = ("document_id", "tenant", "filename", "file_type", "content_type", "status", "error_message", "size_bytes", "page_count", "sheet_names", "content_sha256", "chunk_count", "create_time", "update_time", "graph_sync", "title")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from services.rag.documents import ParsedDocument
 from services.rag.ingest.formats import FileType
-from services.rag.ingest.ocr import PageReader
+from services.rag.ingest.ocr import OcrProgress, PageReader
 from services.rag.ingest.parsers.delimited import parse_delimited
 from services.rag.ingest.parsers.html import parse_html
 from services.rag.ingest.parsers.image import parse_image
@@ -35,12 +35,14 @@ _PARSERS: dict[FileType, Callable[[bytes, ParseLimits], ParsedDocument]] = {
 }
 
 
-def parse(data: bytes, file_type: FileType, limits: ParseLimits, ocr: PageReader | None = None) -> ParsedDocument:
-    """``ocr`` reads scanned PDF pages and page images; None means OCR is switched off."""
+def parse(data: bytes, file_type: FileType, limits: ParseLimits, ocr: PageReader | None = None,
+          on_ocr_page: OcrProgress | None = None) -> ParsedDocument:
+    """``ocr`` reads scanned PDF pages and page images (None: OCR is off); ``on_ocr_page(done, total)``
+    hears of its progress: once with 0 when it is about to start, then after every page."""
     if file_type is FileType.PDF:
-        parsed = parse_pdf(data, limits, ocr)
+        parsed = parse_pdf(data, limits, ocr, on_ocr_page)
     elif file_type is FileType.IMAGE:
-        parsed = parse_image(data, limits, ocr)
+        parsed = parse_image(data, limits, ocr, on_ocr_page)
     else:
         parsed = _PARSERS[file_type](data, limits)
     if not any(section.text.strip() for section in parsed.sections):

@@ -13,12 +13,13 @@ from PIL import Image, ImageSequence, UnidentifiedImageError
 
 from services.rag.documents import ParsedDocument, Section
 from services.rag.ingest.formats import FileType, corrupt
-from services.rag.ingest.ocr import PageReader, too_many_pages, unavailable
+from services.rag.ingest.ocr import OcrProgress, PageReader, too_many_pages, unavailable
 from services.rag.ingest.parsers.cleaning import clean_text
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
 
 
-def parse_image(data: bytes, limits: ParseLimits, ocr: PageReader | None) -> ParsedDocument:
+def parse_image(data: bytes, limits: ParseLimits, ocr: PageReader | None,
+                on_page: OcrProgress | None = None) -> ParsedDocument:
     if ocr is None:
         raise unavailable("it is switched off")
     try:
@@ -36,6 +37,8 @@ def parse_image(data: bytes, limits: ParseLimits, ocr: PageReader | None) -> Par
             raise too_many_pages(frames, ocr.max_pages)
         sections = []
         total = 0
+        if on_page is not None:
+            on_page(0, frames)
         for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
             width, height = frame.size
             if width * height > limits.max_image_pixels:
@@ -51,4 +54,6 @@ def parse_image(data: bytes, limits: ParseLimits, ocr: PageReader | None) -> Par
                 raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
             if text.strip():
                 sections.append(Section(text=text, page=number))
+            if on_page is not None:
+                on_page(number, frames)
     return ParsedDocument(tuple(sections), page_count=frames)

@@ -20,7 +20,7 @@ import pypdfium2.raw as pdfium_c
 
 from services.rag.documents import ParsedDocument, Section
 from services.rag.ingest.formats import FileType, corrupt
-from services.rag.ingest.ocr import PageReader, too_many_pages, unavailable
+from services.rag.ingest.ocr import OcrProgress, PageReader, too_many_pages, unavailable
 from services.rag.ingest.parsers.cleaning import clean_text
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
 from services.runtime.errors import FailedPrecondition
@@ -29,7 +29,8 @@ _PDFIUM_LOCK = threading.Lock()
 _ERR_PASSWORD = 4
 
 
-def parse_pdf(data: bytes, limits: ParseLimits, ocr: PageReader | None = None) -> ParsedDocument:
+def parse_pdf(data: bytes, limits: ParseLimits, ocr: PageReader | None = None,
+              on_ocr_page: OcrProgress | None = None) -> ParsedDocument:
     with _PDFIUM_LOCK:
         try:
             document = pdfium.PdfDocument(data)
@@ -44,7 +45,7 @@ def parse_pdf(data: bytes, limits: ParseLimits, ocr: PageReader | None = None) -
         with _PDFIUM_LOCK:
             texts, scanned = _text_layer(document, limits)
         if scanned:
-            _read_scans(document, texts, scanned, limits, ocr)
+            _read_scans(document, texts, scanned, limits, ocr, on_ocr_page)
         sections = [Section(text=text, page=index + 1) for index, text in enumerate(texts) if text.strip()]
         with _PDFIUM_LOCK:
             title = _title(document)
@@ -88,7 +89,7 @@ def _has_images(page: pdfium.PdfPage) -> bool:
 
 def _read_scans(
     document: pdfium.PdfDocument, texts: list[str], scanned: list[int], limits: ParseLimits,
-    ocr: PageReader | None,
+    ocr: PageReader | None, on_page: OcrProgress | None,
 ) -> None:
     if ocr is None:
         if any(t.strip() for t in texts):
@@ -97,7 +98,9 @@ def _read_scans(
     if len(scanned) > ocr.max_pages:
         raise too_many_pages(len(scanned), ocr.max_pages)
     total = sum(len(t) for t in texts)
-    for index in scanned:
+    if on_page is not None:
+        on_page(0, len(scanned))
+    for done, index in enumerate(scanned, start=1):
         with _PDFIUM_LOCK:
             page = document[index]
             try:
@@ -110,6 +113,8 @@ def _read_scans(
         if total > limits.max_text_chars:
             raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
         texts[index] = text
+        if on_page is not None:
+            on_page(done, len(scanned))
 
 
 def _render_scale(width: float, height: float, dpi: int, max_pixels: int) -> float:
