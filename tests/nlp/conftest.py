@@ -10,13 +10,11 @@ import pytest
 
 from docuthinker.nlp.v1 import nlp_service_pb2_grpc as pb_grpc
 from docuthinker.rag.v1 import rag_service_pb2_grpc as rag_grpc
-from services.nlp.operations import NlpOperations
-from services.nlp.servicer import NlpServicer
 from services.nlp.settings import NlpSettings
-from services.nlp.sources import RagDocumentTexts
 from services.nlp.spacy_pipeline import SpacyPipeline, get_pipeline
-from services.runtime import MeshSettings, ServiceBinding, create_server
+from services.runtime import MeshSettings
 from .fakes import FakeRag, NoProviders
+from .server import serve_nlp
 
 
 @pytest.fixture(scope="session")
@@ -41,21 +39,9 @@ async def nlp_server() -> AsyncIterator[NlpServer]:
     rag_port = rag_server.add_insecure_port("127.0.0.1:0")
     await rag_server.start()
 
-    mesh = MeshSettings(rag_port=rag_port)
     settings = NlpSettings(max_text_chars=50_000, max_generation_chars=5_000)
-    documents = RagDocumentTexts(mesh)
-    servicer = NlpServicer(NlpOperations(settings, NoProviders()), documents)
-    binding = ServiceBinding(
-        name="nlp",
-        full_names=["docuthinker.nlp.v1.NlpService"],
-        register=lambda server: pb_grpc.add_NlpServiceServicer_to_server(servicer, server),
-    )
-    running = await create_server(binding, mesh, port=0)
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{running.port}")
     try:
-        yield NlpServer(pb_grpc.NlpServiceStub(channel), rag, settings)
+        async with serve_nlp(MeshSettings(rag_port=rag_port), settings, NoProviders()) as stub:
+            yield NlpServer(stub, rag, settings)
     finally:
-        await channel.close()
-        await documents.close()
-        await running.stop(0)
         await rag_server.stop(0)

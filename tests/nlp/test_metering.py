@@ -8,20 +8,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import grpc
 import pytest
 
 from docuthinker.nlp.v1 import nlp_service_pb2 as pb
 from docuthinker.nlp.v1 import nlp_service_pb2_grpc as pb_grpc
-from services.nlp.operations import NlpOperations
-from services.nlp.servicer import NlpServicer
 from services.nlp.settings import NlpSettings
-from services.nlp.sources import RagDocumentTexts
 from services.providers.base import GenerationRequest, Usage
-from services.runtime import MeshSettings, ServiceBinding, create_server
+from services.runtime import MeshSettings
 
 from .documents import MEMO
 from .fakes import ScriptedGenerator
+from .server import serve_nlp
 
 CALL = Usage(input_tokens=120, output_tokens=40, cache_read_tokens=10, cost_usd=0.002)
 
@@ -35,23 +32,9 @@ def _reply(task: str, request: GenerationRequest) -> str:
 @pytest.fixture
 async def billed() -> AsyncIterator[tuple[pb_grpc.NlpServiceStub, ScriptedGenerator]]:
     generator = ScriptedGenerator(_reply, provider="anthropic", model="claude-haiku-4-5", usage=CALL)
-    mesh = MeshSettings(rag_port=1)  # no RAG: every request here carries its text
-    settings = NlpSettings(generation_window_chars=500)
-    documents = RagDocumentTexts(mesh)
-    servicer = NlpServicer(NlpOperations(settings, generator), documents)
-    binding = ServiceBinding(
-        name="nlp",
-        full_names=["docuthinker.nlp.v1.NlpService"],
-        register=lambda server: pb_grpc.add_NlpServiceServicer_to_server(servicer, server),
-    )
-    running = await create_server(binding, mesh, port=0)
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{running.port}")
-    try:
-        yield pb_grpc.NlpServiceStub(channel), generator
-    finally:
-        await channel.close()
-        await documents.close()
-        await running.stop(0)
+    # No RAG (port 1): every request here carries its text.
+    async with serve_nlp(MeshSettings(rag_port=1), NlpSettings(generation_window_chars=500), generator) as stub:
+        yield stub, generator
 
 
 def _totals(usage) -> list[tuple]:
