@@ -51,6 +51,7 @@ def pipeline_config(settings: RagSettings, max_upload_bytes: int) -> PipelineCon
             max_pages=settings.ocr_max_pages,
             page_timeout_s=settings.ocr_page_timeout_s,
             tesseract_cmd=settings.ocr_tesseract_cmd,
+            detect_orientation=settings.ocr_detect_orientation,
         )),
         embed_batch_size=settings.embed_batch_size,
         embed_progress_every=settings.embed_progress_every,

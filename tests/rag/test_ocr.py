@@ -16,7 +16,7 @@ from services.rag.ingest.ocr import OcrConfig, TesseractReader, reader_from
 from services.rag.ingest.parsers import ParseLimits, parse
 from services.runtime.errors import DomainError
 
-from .factories import make_image, make_pdf, make_scanned_pdf, png_header_only
+from .factories import make_image, make_page_image, make_pdf, make_scanned_pdf, png_header_only
 
 LIMITS = ParseLimits()
 MB = 1024 * 1024
@@ -57,6 +57,32 @@ def test_a_scanned_pdf_is_read_page_by_page(tesseract):
     assert "warehouse in Leeds ships 4,200 parcels" in parsed.sections[0].text
     assert "Night shifts end at six" in parsed.sections[1].text
     assert "\x0c" not in parsed.sections[0].text  # Tesseract's page break is cleaned away
+
+
+MEMO_LINES = [
+    "Customs forms are due before the ship docks at Rotterdam.",
+    "Every container needs its own bill of lading and a packing list.",
+    "The harbour master inspects refrigerated cargo on Tuesdays.",
+    "Late paperwork delays unloading by at least one full day.",
+    "Questions about tariffs go to the brokerage desk on the second floor.",
+    "Keep copies of every form for seven years after the shipment.",
+]
+
+
+def _turned(angle: int) -> bytes:
+    out = io.BytesIO()
+    make_page_image(MEMO_LINES).rotate(angle, expand=True).save(out, "PNG")
+    return out.getvalue()
+
+
+def test_pages_scanned_sideways_or_upside_down_are_read_upright(tesseract):
+    # Orientation is detected from the page's text, so the page holds a paragraph, as real scans do.
+    for angle in (90, 180):
+        text = parse(_turned(angle), FileType.IMAGE, LIMITS, tesseract).sections[0].text
+        assert "Customs forms are due before the ship docks" in text, angle
+    upright_only = TesseractReader(OcrConfig(detect_orientation=False))
+    text = "\n".join(s.text for s in parse(_turned(180), FileType.IMAGE, LIMITS, upright_only).sections)
+    assert "Customs forms" not in text
 
 
 def test_only_pages_without_a_text_layer_are_ocred():

@@ -38,6 +38,8 @@ class OcrConfig:
     """Pages read by OCR in one document; a scan with more is refused (RESOURCE_EXHAUSTED)."""
     page_timeout_s: float = 60.0
     tesseract_cmd: str = "tesseract"
+    detect_orientation: bool = True
+    """Turn pages scanned sideways or upside down before reading them (Tesseract's --psm 1)."""
 
 
 OcrProgress = Callable[[int, int], None]
@@ -107,7 +109,10 @@ class TesseractReader:
             raise unavailable(self.missing)
         png = io.BytesIO()
         image.save(png, "PNG")
-        args = ["stdin", "stdout", "-l", self._config.languages, "--psm", "3", *(["--dpi", str(dpi)] if dpi else [])]
+        # --psm 1 also detects the page's orientation: a page turned by 90 or 180 degrees reads as
+        # gibberish under --psm 3, for about 30% more time per page.
+        psm = "1" if self._config.detect_orientation else "3"
+        args = ["stdin", "stdout", "-l", self._config.languages, "--psm", psm, *(["--dpi", str(dpi)] if dpi else [])]
         try:
             return _tesseract(self._cmd, args, png.getvalue(), timeout_s=self._config.page_timeout_s)
         except subprocess.TimeoutExpired as exc:
