@@ -148,8 +148,9 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=20)
     args = parser.parse_args()
     today = dt.date.today().isoformat()
-    report = {"benchmark": "ocr", "date": today, "environment": describe(), "dpi": OcrConfig().dpi,
-              "languages": OcrConfig().languages, **run(args.pages)}
+    config = OcrConfig()
+    report = {"benchmark": "ocr", "date": today, "environment": describe(), "dpi": config.dpi,
+              "languages": config.languages, "detect_orientation": config.detect_orientation, **run(args.pages)}
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"ocr-{today}.json"
     out.write_text(json.dumps(report, indent=2) + "\n")
