@@ -9,7 +9,9 @@ parsed twice through the production parser (``services.rag.ingest.parsers.parse`
   JPEG, as an office scanner or a phone might deliver it;
 - as a text layer: the same lines as PDF text.
 
-Both are timed in the same run, so the ratio holds on a noisy machine. Word accuracy is the
+Both are timed in the same run, so the ratio holds on a noisy machine. Then one PDF of up to
+10 of those scanned pages is parsed whole with 1 and with 2 OCR workers (pages read side by
+side), alternating, to show what the parallel reading buys on this machine. Word accuracy is the
 share of the source's words that the OCR text recovers in order (difflib's longest matching
 blocks over word lists, lower-cased, punctuation stripped). The fixture scan
 ``single_table.pdf`` (a real scanned table) is timed too.
@@ -103,6 +105,30 @@ def _timed(data: bytes, reader: TesseractReader) -> tuple[float, str]:
     return time.perf_counter() - started, "\n".join(s.text for s in parsed.sections)
 
 
+def multipage_pdf(pages: list[list[str]]) -> bytes:
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    for lines in pages:
+        writer.add_page(PdfReader(io.BytesIO(scanned_pdf(lines))).pages[0])
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def workers_comparison(pages: list[list[str]], rounds: int = 2) -> dict:
+    data = multipage_pdf(pages[:10])
+    seconds: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(rounds):
+        for workers in seconds:
+            seconds[workers].append(_timed(data, TesseractReader(OcrConfig(workers=workers)))[0])
+    best = {workers: min(times) for workers, times in seconds.items()}
+    return {"pages": min(len(pages), 10), "rounds": rounds,
+            "seconds_best": {str(w): round(t, 2) for w, t in best.items()},
+            "pages_per_second": {str(w): round(min(len(pages), 10) / t, 3) for w, t in best.items()},
+            "speedup_2_vs_1": round(best[1] / best[2], 2)}
+
+
 def run(page_count: int) -> dict:
     reader = TesseractReader(OcrConfig())
     if reader.missing is not None:
@@ -126,8 +152,12 @@ def run(page_count: int) -> dict:
     if FIXTURE_SCAN.exists():
         seconds, recognised = _timed(FIXTURE_SCAN.read_bytes(), reader)
         fixture = {"file": FIXTURE_SCAN.name, "seconds": round(seconds, 3), "characters": len(recognised)}
+    workers = workers_comparison(pages)
+    print(f"one {workers['pages']}-page scan: {workers['seconds_best']} s by workers, "
+          f"x{workers['speedup_2_vs_1']} with 2")
     return {
         "pages": page_count,
+        "document_by_workers": workers,
         "words_per_page": round(statistics.mean(len(_WORD.findall(" ".join(p).lower())) for p in pages), 1),
         "scan_ms_per_page": {"p50": round(statistics.median(scans) * 1000, 1), "max": round(max(scans) * 1000, 1)},
         "text_layer_ms_per_page": {"p50": round(statistics.median(texts) * 1000, 2),

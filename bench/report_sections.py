@@ -199,8 +199,12 @@ def ocr(result: dict) -> list[str]:
              fmt(result.get("degraded_word_accuracy", {}).get("mean"), 4),
              fmt(result.get("degraded_word_accuracy", {}).get("min"), 4)],
             ["text layer", fmt(result.get("text_layer_ms_per_page", {}).get("p50"), 2), "1", "1"]]
+    workers = result.get("document_by_workers", {})
     return lines + table(["page as", "p50 ms/page", "word accuracy", "worst page"], rows) + [
-        "", f"A clean scan costs {fmt(result.get('scan_vs_text_layer_time'), 0)}x the time of its text layer."]
+        "", f"A clean scan costs {fmt(result.get('scan_vs_text_layer_time'), 0)}x the time of its text layer. "
+        f"One {workers.get('pages')}-page scan: {fmt(workers.get('pages_per_second', {}).get('1'), 2)} pages/s with one "
+        f"OCR worker, {fmt(workers.get('pages_per_second', {}).get('2'), 2)} with two "
+        f"(x{fmt(workers.get('speedup_2_vs_1'), 2)})."]
 
 
 def local_llm(result: dict) -> list[str]:

@@ -52,6 +52,7 @@ def pipeline_config(settings: RagSettings, max_upload_bytes: int) -> PipelineCon
             page_timeout_s=settings.ocr_page_timeout_s,
             tesseract_cmd=settings.ocr_tesseract_cmd,
             detect_orientation=settings.ocr_detect_orientation,
+            workers=settings.ocr_workers,
         )),
         embed_batch_size=settings.embed_batch_size,
         embed_progress_every=settings.embed_progress_every,

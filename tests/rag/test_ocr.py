@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import shutil
+import threading
+import time
 from dataclasses import dataclass, field
 
 import grpc
@@ -14,7 +16,7 @@ from PIL import Image
 from services.rag.ingest.formats import FileType, validate_upload
 from services.rag.ingest.ocr import OcrConfig, TesseractReader, reader_from
 from services.rag.ingest.parsers import ParseLimits, parse
-from services.runtime.errors import DomainError
+from services.runtime.errors import DeadlineExceeded, DomainError
 
 from .factories import make_image, make_page_image, make_pdf, make_scanned_pdf, png_header_only
 
@@ -36,11 +38,36 @@ class RecordingReader:
 
     max_pages: int = 50
     dpi: int = 200
+    workers: int = 1
     seen: list[tuple[int, tuple[int, int], int]] = field(default_factory=list)
 
     def read(self, image: Image.Image, page: int, dpi: int) -> str:
         self.seen.append((page, image.size, dpi))
         return f"Recognised words of page {page}."
+
+
+@dataclass
+class SlowReader(RecordingReader):
+    """Takes its time over each page and notes how many pages it is reading at once."""
+
+    workers: int = 2
+    fail_on: int = 0
+    reading: int = 0
+    most_at_once: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def read(self, image: Image.Image, page: int, dpi: int) -> str:
+        with self.lock:
+            self.reading += 1
+            self.most_at_once = max(self.most_at_once, self.reading)
+        try:
+            time.sleep(0.3 if page % 2 else 0.1)  # odd pages are slower: completions come out of order
+            if page == self.fail_on:
+                raise DeadlineExceeded(f"page {page} took too long", reason="OCR_TIMEOUT")
+            return super().read(image, page, dpi)
+        finally:
+            with self.lock:
+                self.reading -= 1
 
 
 def _error(data: bytes, file_type: FileType, ocr, limits: ParseLimits = LIMITS) -> DomainError:
@@ -108,6 +135,28 @@ def test_progress_is_reported_before_and_after_every_ocr_page():
     heard.clear()
     parse(make_pdf([["typed"]]), FileType.PDF, LIMITS, RecordingReader(), hear)
     assert heard == []  # no scan, no OCR progress
+
+
+def test_pages_are_read_side_by_side_and_kept_in_page_order():
+    reader = SlowReader(workers=2)
+    heard: list[tuple[int, int]] = []
+    parsed = parse(make_scanned_pdf([[str(n)] for n in range(5)]), FileType.PDF, LIMITS, reader,
+                   lambda done, total: heard.append((done, total)))
+    assert reader.most_at_once == 2
+    assert [s.page for s in parsed.sections] == [1, 2, 3, 4, 5]
+    assert [s.text for s in parsed.sections] == [f"Recognised words of page {n}." for n in range(1, 6)]
+    assert heard == [(n, 5) for n in range(6)]  # counts of pages read, in order, whatever page finished
+    tiff = make_image([["a"], ["b"], ["c"]], fmt="TIFF")
+    single = SlowReader(workers=1)
+    assert [s.page for s in parse(tiff, FileType.IMAGE, LIMITS, single).sections] == [1, 2, 3]
+    assert single.most_at_once == 1
+
+
+def test_a_failing_page_fails_the_document_and_stops_the_rest():
+    reader = SlowReader(workers=2, fail_on=2)
+    error = _error(make_scanned_pdf([[str(n)] for n in range(8)]), FileType.PDF, reader)
+    assert (error.code, error.reason) == (grpc.StatusCode.DEADLINE_EXCEEDED, "OCR_TIMEOUT")
+    assert len(reader.seen) < 7  # pages not yet started were dropped
 
 
 def test_blank_pages_are_not_scans():

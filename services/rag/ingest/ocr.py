@@ -14,7 +14,8 @@ import logging
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -40,6 +41,8 @@ class OcrConfig:
     tesseract_cmd: str = "tesseract"
     detect_orientation: bool = True
     """Turn pages scanned sideways or upside down before reading them (Tesseract's --psm 1)."""
+    workers: int = 2
+    """Pages of one document read at the same time (one Tesseract process and one core each)."""
 
 
 OcrProgress = Callable[[int, int], None]
@@ -57,7 +60,48 @@ class PageReader(Protocol):
         """Resolution at which PDF pages are rendered for it."""
         ...
 
+    @property
+    def workers(self) -> int:
+        """Pages it may read at the same time."""
+        ...
+
     def read(self, image: Image.Image, page: int, dpi: int) -> str: ...
+
+
+Page = tuple[int, Image.Image, int]
+"""(page number, image, resolution in dpi or 0 when unknown)."""
+
+
+def read_pages(ocr: PageReader, pages: Iterator[Page], total: int, on_page: OcrProgress | None) -> dict[int, str]:
+    """The text of each page, by page number, ``ocr.workers`` pages at a time.
+
+    ``pages`` makes each image only when asked (a PDF renders it then), so at most ``workers``
+    images are held at once. The first failure is raised once the pages being read have finished;
+    pages not yet started are dropped.
+    """
+    texts: dict[int, str] = {}
+    if on_page is not None:
+        on_page(0, total)
+
+    def collect(done: set[Future[str]]) -> None:
+        for future in done:
+            texts[pending.pop(future)] = future.result()
+            if on_page is not None:
+                on_page(len(texts), total)
+
+    pending: dict[Future[str], int] = {}
+    with ThreadPoolExecutor(max_workers=max(1, ocr.workers), thread_name_prefix="ocr") as pool:
+        try:
+            for number, image, dpi in pages:
+                if len(pending) >= max(1, ocr.workers):
+                    collect(wait(pending, return_when=FIRST_COMPLETED).done)
+                pending[pool.submit(ocr.read, image, number, dpi)] = number
+            while pending:
+                collect(wait(pending, return_when=FIRST_COMPLETED).done)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return texts
 
 
 def unavailable(why: str) -> FailedPrecondition:
@@ -88,6 +132,10 @@ class TesseractReader:
     @property
     def dpi(self) -> int:
         return self._config.dpi
+
+    @property
+    def workers(self) -> int:
+        return self._config.workers
 
     @functools.cached_property
     def missing(self) -> str | None:

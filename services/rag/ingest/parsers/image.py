@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import io
 import warnings
+from collections.abc import Iterator
 
 from PIL import Image, ImageSequence, UnidentifiedImageError
 
 from services.rag.documents import ParsedDocument, Section
 from services.rag.ingest.formats import FileType, corrupt
-from services.rag.ingest.ocr import OcrProgress, PageReader, too_many_pages, unavailable
+from services.rag.ingest.ocr import OcrProgress, Page, PageReader, read_pages, too_many_pages, unavailable
 from services.rag.ingest.parsers.cleaning import clean_text
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
 
@@ -35,25 +36,22 @@ def parse_image(data: bytes, limits: ParseLimits, ocr: PageReader | None,
         frames = getattr(image, "n_frames", 1)
         if frames > ocr.max_pages:
             raise too_many_pages(frames, ocr.max_pages)
-        sections = []
-        total = 0
-        if on_page is not None:
-            on_page(0, frames)
-        for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
-            width, height = frame.size
-            if width * height > limits.max_image_pixels:
-                raise too_large("pixels in one page image", limits.max_image_pixels, "IMAGE_TOO_LARGE")
-            try:
-                page = frame.convert("L")
-            except OSError as exc:  # truncated or undecodable pixel data
-                raise corrupt(FileType.IMAGE, str(exc)) from exc
-            # Resolution tags of images are often wrong (screenshots say 72): Tesseract estimates it.
-            text = clean_text(ocr.read(page, number, 0))
-            total += len(text)
-            if total > limits.max_text_chars:
-                raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
-            if text.strip():
-                sections.append(Section(text=text, page=number))
-            if on_page is not None:
-                on_page(number, frames)
+
+        def pages() -> Iterator[Page]:
+            for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
+                width, height = frame.size
+                if width * height > limits.max_image_pixels:
+                    raise too_large("pixels in one page image", limits.max_image_pixels, "IMAGE_TOO_LARGE")
+                try:
+                    page = frame.convert("L")
+                except OSError as exc:  # truncated or undecodable pixel data
+                    raise corrupt(FileType.IMAGE, str(exc)) from exc
+                # Resolution tags of images are often wrong (screenshots say 72): Tesseract estimates it.
+                yield number, page, 0
+
+        texts = read_pages(ocr, pages(), frames, on_page)
+    cleaned = {number: clean_text(text) for number, text in sorted(texts.items())}
+    sections = [Section(text=text, page=number) for number, text in cleaned.items() if text.strip()]
+    if sum(len(s.text) for s in sections) > limits.max_text_chars:
+        raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
     return ParsedDocument(tuple(sections), page_count=frames)

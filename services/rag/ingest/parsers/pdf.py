@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterator
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from services.rag.documents import ParsedDocument, Section
 from services.rag.ingest.formats import FileType, corrupt
-from services.rag.ingest.ocr import OcrProgress, PageReader, too_many_pages, unavailable
+from services.rag.ingest.ocr import OcrProgress, Page, PageReader, read_pages, too_many_pages, unavailable
 from services.rag.ingest.parsers.cleaning import clean_text
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
 from services.runtime.errors import FailedPrecondition
@@ -97,24 +98,22 @@ def _read_scans(
         raise unavailable("it is switched off")
     if len(scanned) > ocr.max_pages:
         raise too_many_pages(len(scanned), ocr.max_pages)
-    total = sum(len(t) for t in texts)
-    if on_page is not None:
-        on_page(0, len(scanned))
-    for done, index in enumerate(scanned, start=1):
-        with _PDFIUM_LOCK:
-            page = document[index]
-            try:
-                scale = _render_scale(*page.get_size(), ocr.dpi, limits.max_image_pixels)
-                image = page.render(scale=scale, grayscale=True).to_pil()
-            finally:
-                page.close()
-        text = clean_text(ocr.read(image, index + 1, round(scale * 72)))
-        total += len(text)
-        if total > limits.max_text_chars:
-            raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
-        texts[index] = text
-        if on_page is not None:
-            on_page(done, len(scanned))
+
+    def rendered() -> Iterator[Page]:
+        for index in scanned:
+            with _PDFIUM_LOCK:
+                page = document[index]
+                try:
+                    scale = _render_scale(*page.get_size(), ocr.dpi, limits.max_image_pixels)
+                    image = page.render(scale=scale, grayscale=True).to_pil()
+                finally:
+                    page.close()
+            yield index + 1, image, round(scale * 72)
+
+    for number, text in read_pages(ocr, rendered(), len(scanned), on_page).items():
+        texts[number - 1] = clean_text(text)
+    if sum(len(t) for t in texts) > limits.max_text_chars:
+        raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
 
 
 def _render_scale(width: float, height: float, dpi: int, max_pixels: int) -> float:
