@@ -124,8 +124,10 @@ def make_page_image(lines: list[str], size: tuple[int, int] = (1700, 2200)):
     return image
 
 
-def make_scanned_pdf(pages: list[list[str] | None]) -> bytes:
-    """A PDF mixing scanned pages (lists of lines, as images only) and None for a page with a text layer."""
+def make_scanned_pdf(pages: list[list[str] | None], stamp: str = "") -> bytes:
+    """A PDF mixing scanned pages (lists of lines, as images only) and None for a page with a text layer.
+
+    ``stamp``: a line of real text laid over every scanned page, as scanner apps do."""
     from pypdf import PdfReader
 
     writer = PdfWriter()
@@ -137,6 +139,8 @@ def make_scanned_pdf(pages: list[list[str] | None]) -> bytes:
             make_page_image(lines).save(out, "PDF", resolution=200)
             source = out.getvalue()
         writer.add_page(PdfReader(io.BytesIO(source)).pages[0])
+        if lines is not None and stamp:
+            writer.pages[-1].merge_page(PdfReader(io.BytesIO(make_pdf([[stamp]]))).pages[0])
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()

@@ -159,6 +159,15 @@ def test_a_failing_page_fails_the_document_and_stops_the_rest():
     assert len(reader.seen) < 7  # pages not yet started were dropped
 
 
+def test_a_scanner_stamp_in_the_text_layer_does_not_hide_the_scan():
+    reader = RecordingReader()
+    parsed = parse(make_scanned_pdf([["scanned"], None], stamp="Scanned with CamScanner"), FileType.PDF, LIMITS,
+                   reader)
+    assert [page for page, _, _ in reader.seen] == [1]
+    assert parsed.sections[0].text == "Recognised words of page 1."
+    assert "harbour office" in parsed.sections[1].text  # a real text layer is kept as it is
+
+
 def test_blank_pages_are_not_scans():
     reader = RecordingReader()
     error = _error(make_pdf([[], []]), FileType.PDF, reader)

@@ -5,9 +5,9 @@ is 15-50x faster here than pdfminer-based extraction. PDFium is not thread-safe:
 goes through one process-wide lock, which is released while a rendered page is read by OCR
 (seconds per page) so that other uploads keep parsing.
 
-A page with no text layer but with images is a scan: it is rendered at the OCR resolution
-and read by the ``PageReader``. Pages with a text layer are never OCR'd, so a mixed document
-costs OCR only for its scanned pages.
+A page with images and no text layer, or only a scanner's stamp or a page number, is a scan:
+it is rendered at the OCR resolution and read by the ``PageReader``. Pages with a text layer
+are never OCR'd, so a mixed document costs OCR only for its scanned pages.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from services.rag.ingest.parsers.limits import ParseLimits, too_large
 from services.runtime.errors import FailedPrecondition
 
 _PDFIUM_LOCK = threading.Lock()
+SCAN_TEXT_CHARS = 40
+"""Pages with images and fewer non-space characters of text than this are read by OCR."""
 _ERR_PASSWORD = 4
 
 
@@ -57,7 +59,7 @@ def parse_pdf(data: bytes, limits: ParseLimits, ocr: PageReader | None = None,
 
 
 def _text_layer(document: pdfium.PdfDocument, limits: ParseLimits) -> tuple[list[str], list[int]]:
-    """Each page's text, and the indexes of the pages that have images but no text (scans)."""
+    """Each page's text, and the indexes of the pages that have images but (almost) no text: scans."""
     page_count = len(document)
     if page_count > limits.max_pages:
         raise too_large("pages", limits.max_pages, "TOO_MANY_PAGES")
@@ -72,7 +74,7 @@ def _text_layer(document: pdfium.PdfDocument, limits: ParseLimits) -> tuple[list
                 text = clean_text(textpage.get_text_bounded())
             finally:
                 textpage.close()
-            if not text.strip() and _has_images(page):
+            if _looks_scanned(text) and _has_images(page):
                 scanned.append(index)
         finally:
             page.close()
@@ -81,6 +83,12 @@ def _text_layer(document: pdfium.PdfDocument, limits: ParseLimits) -> tuple[list
             raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
         texts.append(text)
     return texts, scanned
+
+
+def _looks_scanned(text: str) -> bool:
+    """Too little text for a page of content: none, or a scanner's stamp ("Scanned with CamScanner"),
+    a page number or a Bates number laid over the image. OCR reads such text along with the rest."""
+    return len("".join(text.split())) < SCAN_TEXT_CHARS
 
 
 def _has_images(page: pdfium.PdfPage) -> bool:
