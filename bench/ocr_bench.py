@@ -82,7 +82,8 @@ def text_pdf(lines: list[str]) -> bytes:
     page = writer.add_blank_page(612, 792)
     font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
                              NameObject("/BaseFont"): NameObject("/Helvetica")})
-    page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+    fonts = DictionaryObject({NameObject("/F1"): font})
+    page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): fonts})
     escaped = [line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") for line in lines]
     stream = DecodedStreamObject()
     stream.set_data("\n".join(["BT", "/F1 11 Tf", "28 TL", "54 738 Td", *(f"({e}) Tj T*" for e in escaped), "ET"])

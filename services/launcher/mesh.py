@@ -58,6 +58,24 @@ def grpc_serving(address: str, timeout: float = 1.0) -> bool:
         return False
 
 
+def healthy_clusters(admin_url: str) -> set[str]:
+    """The clusters for which Envoy holds a healthy host (its admin /clusters view): those it routes to."""
+    try:
+        with urllib.request.urlopen(f"{admin_url}/clusters?format=json", timeout=1) as reply:
+            clusters = json.load(reply)
+    except (OSError, ValueError):
+        return set()
+    return {
+        cluster.get("name", "")
+        for cluster in clusters.get("cluster_statuses", [])
+        if any(
+            host.get("health_status", {}).get("eds_health_status") == "HEALTHY"
+            and not host.get("health_status", {}).get("failed_active_health_check", False)
+            for host in cluster.get("host_statuses", [])
+        )
+    }
+
+
 @dataclass
 class Mesh:
     """The local mesh. ``auto_ports`` picks free ports (tests); otherwise the configured ones."""
@@ -155,19 +173,7 @@ class Mesh:
 
     def _routed(self, service: str) -> bool:
         """True when Envoy holds a healthy host for `service` (its admin /clusters view)."""
-        try:
-            with urllib.request.urlopen(f"{self.admin_url}/clusters?format=json", timeout=1) as reply:
-                clusters = json.load(reply)
-        except (OSError, ValueError):
-            return False
-        for cluster in clusters.get("cluster_statuses", []):
-            if cluster.get("name") == service:
-                return any(
-                    host.get("health_status", {}).get("eds_health_status") == "HEALTHY"
-                    and not host.get("health_status", {}).get("failed_active_health_check", False)
-                    for host in cluster.get("host_statuses", [])
-                )
-        return False
+        return service in healthy_clusters(self.admin_url)
 
     def _wait(self, ready, name: str) -> None:
         deadline = time.monotonic() + self.startup_timeout_s

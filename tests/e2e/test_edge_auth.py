@@ -6,10 +6,8 @@ data can be compared: a token's tenant decides what a caller sees, whatever x-te
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
-import urllib.request
 
 import grpc
 import httpx
@@ -20,7 +18,7 @@ from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
 from docuthinker.rag.v1 import rag_service_pb2_grpc as rag_grpc
 from gateway import envoy_config
 from gateway.auth import KEY_FILE, AuthSettings, keygen, mint
-from services.launcher.mesh import envoy_binary, free_port
+from services.launcher.mesh import envoy_binary, free_port, healthy_clusters
 
 pytestmark = pytest.mark.e2e
 
@@ -40,7 +38,8 @@ def secured(mesh, tmp_path_factory):
                               "--base-id", str(ports.gateway_port)], stdout=log, stderr=subprocess.STDOUT)
     base = f"http://{ports.host}:{ports.gateway_port}"
     deadline = time.monotonic() + 60
-    while not _routed(f"http://127.0.0.1:{ports.gateway_admin_port}"):
+    admin = f"http://127.0.0.1:{ports.gateway_admin_port}"
+    while not {"rag", "nlp", "graph", "orchestrator"} <= healthy_clusters(admin):
         assert envoy.poll() is None and time.monotonic() < deadline, (root / "envoy.log").read_text()[-2000:]
         time.sleep(0.2)
     try:
@@ -49,20 +48,6 @@ def secured(mesh, tmp_path_factory):
         envoy.terminate()
         envoy.wait(10)
         log.close()
-
-
-def _routed(admin: str) -> bool:
-    """Every service cluster has a healthy host (Envoy's admin view), so requests are routed."""
-    try:
-        with urllib.request.urlopen(f"{admin}/clusters?format=json", timeout=1) as reply:
-            clusters = json.load(reply)["cluster_statuses"]
-    except (OSError, ValueError, KeyError):
-        return False
-    healthy = {c["name"] for c in clusters
-               if any(h.get("health_status", {}).get("eds_health_status") == "HEALTHY"
-                      and not h.get("health_status", {}).get("failed_active_health_check", False)
-                      for h in c.get("host_statuses", []))}
-    return {"rag", "nlp", "graph", "orchestrator"} <= healthy
 
 
 def _status(reply: httpx.Response) -> tuple[int, int]:

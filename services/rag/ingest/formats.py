@@ -213,4 +213,5 @@ def validate_upload(filename: str, content_type: str, data: bytes, max_bytes: in
 
 
 def _canonical_extension(file_type: FileType) -> str:
-    return {FileType.MARKDOWN: ".md", FileType.TEXT: ".txt", FileType.IMAGE: ".png"}.get(file_type, f".{file_type.value}")
+    special = {FileType.MARKDOWN: ".md", FileType.TEXT: ".txt", FileType.IMAGE: ".png"}
+    return special.get(file_type, f".{file_type.value}")

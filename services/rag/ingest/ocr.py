@@ -1,9 +1,10 @@
 """Reading text from page images: scanned PDF pages and image uploads, with Tesseract.
 
 Tesseract is a system binary (Debian: ``tesseract-ocr`` plus one ``tesseract-ocr-LANG`` per
-language), run as a child process per page, not a Python wheel: ``make setup`` installs it where it can, and a machine without it
-still ingests every document that has a text layer. A scan that needs OCR then fails with
-FAILED_PRECONDITION naming what to install, rather than being stored as an empty document.
+language), run as a child process per page, not a Python wheel: ``make setup`` installs it where
+it can, and a machine without it still ingests every document that has a text layer. A scan
+that needs OCR then fails with FAILED_PRECONDITION naming what to install, rather than being
+stored as an empty document.
 """
 
 from __future__ import annotations
@@ -89,11 +90,12 @@ def read_pages(ocr: PageReader, pages: Iterator[Page], total: int, on_page: OcrP
             if on_page is not None:
                 on_page(len(texts), total)
 
+    workers = max(1, ocr.workers)
     pending: dict[Future[str], int] = {}
-    with ThreadPoolExecutor(max_workers=max(1, ocr.workers), thread_name_prefix="ocr") as pool:
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocr") as pool:
         try:
             for number, image, dpi in pages:
-                if len(pending) >= max(1, ocr.workers):
+                if len(pending) >= workers:
                     collect(wait(pending, return_when=FIRST_COMPLETED).done)
                 pending[pool.submit(ocr.read, image, number, dpi)] = number
             while pending:

@@ -46,7 +46,8 @@ def parse(data: bytes, file_type: FileType, limits: ParseLimits, ocr: PageReader
     else:
         parsed = _PARSERS[file_type](data, limits)
     if not any(section.text.strip() for section in parsed.sections):
-        hint = {FileType.PDF: " (blank pages?)", FileType.IMAGE: " (OCR found no words in the image)"}.get(file_type, "")
+        hints = {FileType.PDF: " (blank pages?)", FileType.IMAGE: " (OCR found no words in the image)"}
+        hint = hints.get(file_type, "")
         raise InvalidArgument(
             f"the document has no extractable text{hint}",
             reason="NO_EXTRACTABLE_TEXT",

@@ -6,8 +6,8 @@ goes through one process-wide lock, which is released while a rendered page is r
 (seconds per page) so that other uploads keep parsing.
 
 A page with images and no text layer, or only a scanner's stamp or a page number, is a scan:
-it is rendered at the OCR resolution and read by the ``PageReader``. Pages with a text layer
-are never OCR'd, so a mixed document costs OCR only for its scanned pages.
+it is rendered at the OCR resolution and read by the ``PageReader``. Pages with real text are
+never OCR'd, so a mixed document costs OCR only for its scanned pages.
 """
 
 from __future__ import annotations
