@@ -20,12 +20,15 @@ from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
 from gateway import auth as edge_auth
+from gateway import static_site
 from gateway.auth import AuthSettings
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
 GATEWAY_DIR = pathlib.Path(__file__).resolve().parent
 DESCRIPTOR_SET = GATEWAY_DIR / "docuthinker.pb"
 UNARY_TIMEOUT_S = 120
+TRANSCODER = "envoy.filters.http.grpc_json_transcoder"
+HEADER_MUTATION = "envoy.filters.http.header_mutation"
 # Read-only or pure POST calls that are safe to retry.
 IDEMPOTENT_POST = frozenset(
     {
@@ -38,6 +41,14 @@ IDEMPOTENT_POST = frozenset(
         "CheckTokens",
     }
 )
+
+# Calls answering with a user's uploaded bytes (HTML, SVG ...) on the web app's origin: a browser
+# opening one directly gets them sandboxed (no scripts, no access to the app's stored token).
+UNTRUSTED_BYTES = frozenset({"GetDocumentContent"})
+UNTRUSTED_BYTES_HEADERS = {
+    "content-security-policy": "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'",
+    "x-content-type-options": "nosniff",
+}
 
 
 @dataclass(frozen=True)
@@ -97,7 +108,13 @@ def _routes(service: str, methods: list[Method]) -> list[dict]:
                     "per_try_timeout": f"{UNARY_TIMEOUT_S // 3}s",
                     "retry_back_off": {"base_interval": "0.1s", "max_interval": "1s"},
                 }
-        routes.append({"match": {"path": method.grpc_path}, "route": route, "name": method.grpc_path})
+        entry = {"match": {"path": method.grpc_path}, "route": route, "name": method.grpc_path}
+        if method.name in UNTRUSTED_BYTES:
+            entry["response_headers_to_add"] = [
+                {"header": {"key": k, "value": v}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
+                for k, v in UNTRUSTED_BYTES_HEADERS.items()
+            ]
+        routes.append(entry)
     return routes
 
 
@@ -149,8 +166,11 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
     methods = load_methods(descriptor_set)
     full_names = {short: ms[0].service for short, ms in methods.items()}
     routes = [r for service in SERVICE_NAMES for r in _routes(service, methods[service])]
+    edge_filters = edge_auth.http_filters(auth) if auth is not None and auth.enabled else []
+    # The web app at / (web/): exact-path routes answered by Envoy itself, ahead of the RPC routes.
+    web_routes = static_site.routes([TRANSCODER, *(f["name"] for f in edge_filters if f["name"] != HEADER_MUTATION)])
     transcoder = {
-        "name": "envoy.filters.http.grpc_json_transcoder",
+        "name": TRANSCODER,
         "typed_config": {
             "@type": "type.googleapis.com/envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder",
             "proto_descriptor": str(descriptor_set),
@@ -197,10 +217,13 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
                             },
                             "route_config": {
                                 "name": "docuthinker",
-                                "virtual_hosts": [{"name": "docuthinker", "domains": ["*"], "routes": routes}],
+                                "virtual_hosts": [
+                                    {"name": "docuthinker", "domains": ["*"], "routes": [*web_routes, *routes]}
+                                ],
+                                "max_direct_response_body_size_bytes": static_site.MAX_FILE_BYTES,
                             },
                             "http_filters": [
-                                *(edge_auth.http_filters(auth) if auth is not None and auth.enabled else []),
+                                *edge_filters,
                                 transcoder,
                                 {
                                     "name": "envoy.filters.http.router",

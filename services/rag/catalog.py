@@ -90,6 +90,15 @@ class DocumentCatalog:
         sections = await asyncio.to_thread(self._metadata.sections, document_id)
         return DocumentText(record, tuple(sections))
 
+    async def content(self, tenant: str, document_id: str) -> tuple[DocumentRecord, bytes]:
+        """The document and its stored original bytes (NOT_FOUND for another tenant's document)."""
+        record = await self.get(tenant, document_id)
+        data = await asyncio.to_thread(self._blobs.get, tenant, record.content_sha256)
+        if data is None:
+            raise NotFound(f"the original file of document {document_id!r} is no longer stored",
+                           reason="CONTENT_NOT_FOUND", metadata={"document_id": document_id})
+        return record, data
+
     async def delete(self, tenant: str, document_id: str) -> int:
         """Removes the document from SQLite, Chroma, FAISS and BM25, and its original bytes."""
         await self.get(tenant, document_id)

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 from docuthinker.rag.v1 import rag_service_pb2 as pb
 from docuthinker.rag.v1 import rag_service_pb2_grpc as pb_grpc
+from google.api import httpbody_pb2
 from services.rag import messages
 from services.rag.analysis.rpcs import AnalysisRpcs
 from services.rag.answer_rpcs import AnswerRpcs
@@ -99,6 +100,10 @@ class RagServicer(AnswerRpcs, AnalysisRpcs, pb_grpc.RagServiceServicer):
 
     async def GetDocumentText(self, request: pb.GetDocumentTextRequest, context) -> pb.GetDocumentTextResponse:
         return messages.text_pb(await self.catalog.text(current_tenant(), request.document_id))
+
+    async def GetDocumentContent(self, request: pb.GetDocumentContentRequest, context) -> httpbody_pb2.HttpBody:
+        record, data = await self.catalog.content(current_tenant(), request.document_id)
+        return httpbody_pb2.HttpBody(content_type=record.content_type or "application/octet-stream", data=data)
 
     async def DeleteDocument(self, request: pb.DeleteDocumentRequest, context) -> pb.DeleteDocumentResponse:
         removed = await self.catalog.delete(current_tenant(), request.document_id)

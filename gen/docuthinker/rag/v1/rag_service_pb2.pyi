@@ -139,6 +139,12 @@ class GetDocumentTextResponse(_message.Message):
     sections: _containers.RepeatedCompositeFieldContainer[GetDocumentTextResponse.Section]
     def __init__(self, document: _Optional[_Union[_documents_pb2.Document, _Mapping]] = ..., sections: _Optional[_Iterable[_Union[GetDocumentTextResponse.Section, _Mapping]]] = ...) -> None: ...
 
+class GetDocumentContentRequest(_message.Message):
+    __slots__ = ("document_id",)
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    def __init__(self, document_id: _Optional[str] = ...) -> None: ...
+
 class DeleteDocumentRequest(_message.Message):
     __slots__ = ("document_id",)
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]

@@ -4,6 +4,7 @@ import grpc
 import warnings
 
 from docuthinker.rag.v1 import rag_service_pb2 as docuthinker_dot_rag_dot_v1_dot_rag__service__pb2
+from google.api import httpbody_pb2 as google_dot_api_dot_httpbody__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -64,6 +65,11 @@ class RagServiceStub:
                 '/docuthinker.rag.v1.RagService/GetDocumentText',
                 request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentTextRequest.SerializeToString,
                 response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentTextResponse.FromString,
+                _registered_method=True)
+        self.GetDocumentContent = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/GetDocumentContent',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentContentRequest.SerializeToString,
+                response_deserializer=google_dot_api_dot_httpbody__pb2.HttpBody.FromString,
                 _registered_method=True)
         self.DeleteDocument = channel.unary_unary(
                 '/docuthinker.rag.v1.RagService/DeleteDocument',
@@ -158,6 +164,14 @@ class RagServiceServicer:
 
     def GetDocumentText(self, request, context):
         """Returns the extracted text of a ready document, page by page.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDocumentContent(self, request, context):
+        """Returns the stored original bytes of a document, with their content type (the web app's viewer).
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -265,6 +279,11 @@ def add_RagServiceServicer_to_server(servicer, server):
                     servicer.GetDocumentText,
                     request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentTextRequest.FromString,
                     response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentTextResponse.SerializeToString,
+            ),
+            'GetDocumentContent': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDocumentContent,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentContentRequest.FromString,
+                    response_serializer=google_dot_api_dot_httpbody__pb2.HttpBody.SerializeToString,
             ),
             'DeleteDocument': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteDocument,
@@ -480,6 +499,33 @@ class RagService:
             '/docuthinker.rag.v1.RagService/GetDocumentText',
             docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentTextRequest.SerializeToString,
             docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentTextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDocumentContent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/GetDocumentContent',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentContentRequest.SerializeToString,
+            google_dot_api_dot_httpbody__pb2.HttpBody.FromString,
             options,
             channel_credentials,
             insecure,
