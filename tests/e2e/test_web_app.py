@@ -1,0 +1,204 @@
+"""The web app in a real browser (Debian's Chromium driven by Playwright) against the real mesh.
+
+One journey, as a person would take it: upload a PDF (generated here) and watch its progress
+bar finish, ask a question and watch the answer stream, open a citation and check that the
+highlighted text is the cited span (in the extracted text and on the pdf.js page), run an
+analysis, ask in agent mode, open the graph, look at System, delete the document. Screenshots of
+every page land in the test's output directory; time-to-first-token of the streamed answer is
+written to results.json there (a figure, not an assertion).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pathlib
+import re
+import shutil
+import time
+
+import httpx
+import pytest
+from pypdf import PdfWriter
+from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = "/usr/bin/chromium"
+# Without the background-networking flags Chromium keeps dialling Google on this closed network.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+TENANT = "web-e2e"
+FILENAME = "harbour-report.pdf"
+PAGES = [
+    ["Harbour Office Annual Report", "", "The harbour office manages moorings, pilots and the fish market.",
+     "Mooring fees rose by four percent this year after the quay repairs."],
+    ["Lighthouse maintenance", "",
+     "The lighthouse keeper inspects the lamp every Tuesday at dawn.",
+     "The lens is cleaned with alcohol once a month by the keeper.",
+     "Storm damage to the lantern room was repaired in October."],
+]
+QUESTION = "When does the lighthouse keeper inspect the lamp?"
+# Where the test copies its screenshots and results when set (docs/screenshots for the README).
+ARTIFACTS_ENV = "DOCUTHINKER_WEB_ARTIFACTS"
+
+
+def make_pdf(pages: list[list[str]]) -> bytes:
+    """A PDF whose pages carry these lines of Helvetica text."""
+    writer = PdfWriter()
+    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                             NameObject("/BaseFont"): NameObject("/Helvetica")})
+    for lines in pages:
+        page = writer.add_blank_page(612, 792)
+        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+        ops = ["BT", "/F1 12 Tf", "16 TL", "72 720 Td"]
+        ops += [f"({line}) Tj T*" for line in lines]
+        ops.append("ET")
+        stream = DecodedStreamObject()
+        stream.set_data("\n".join(ops).encode("latin-1"))
+        page.replace_contents(stream)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def launch(playwright):
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: run `make setup` as root (tools/system_packages.sh installs Debian's chromium)")
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def journey(base_url: str, out: pathlib.Path) -> dict:
+    """The whole walk through the app; returns the figures measured on the way."""
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=60_000)
+
+    out.mkdir(parents=True, exist_ok=True)
+    api = httpx.Client(base_url=base_url, headers={"x-tenant-id": TENANT}, timeout=60)
+    figures: dict = {}
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = launch(p)
+        # Auth is off in the test mesh: the tenant comes from x-tenant-id, added to every request.
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, extra_http_headers={"x-tenant-id": TENANT})
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+        page.on("console", lambda m: m.type == "error" and errors.append(f"console: {m.text}"))
+        page.set_default_timeout(60_000)
+
+        # -- Library: upload and watch the progress bar finish
+        page.goto(f"{base_url}/#/library")
+        expect(page.get_by_role("heading", name="Library")).to_be_visible()
+        page.set_input_files("#file-input", files=[{"name": FILENAME, "mimeType": "application/pdf", "buffer": make_pdf(PAGES)}])
+        row = page.locator(f'li.upload[data-file="{FILENAME}"]')
+        expect(row).to_have_attribute("data-state", "done", timeout=180_000)
+        stages = row.get_attribute("data-stages").split("|")
+        assert row.locator("progress").evaluate("p => p.value") == 1
+        for stage in ("parsed", "chunked", "indexed", "done"):
+            assert stage in stages, stages
+        assert any(re.fullmatch(r"embedded \d+/\d+", s) for s in stages), stages
+        doc_row = page.locator(f'table.docs tr[data-filename="{FILENAME}"]')
+        expect(doc_row).to_be_visible()
+        expect(doc_row.locator(".badge")).to_have_text("ready")
+        document_id = doc_row.get_attribute("data-document-id")
+        page.screenshot(path=out / "library.png", full_page=True)
+
+        # -- Ask: a streamed answer with citations
+        page.goto(f"{base_url}/#/ask")
+        page.fill("#question", QUESTION)
+        page.press("#question", "Enter")
+        turn = page.locator("article.turn").first
+        expect(turn).to_have_attribute("data-state", "done", timeout=120_000)
+        figures["ttft_ms"] = float(turn.get_attribute("data-ttft-ms"))
+        answer = turn.locator('[data-testid="answer"]').inner_text()
+        assert "Tuesday" in answer, answer
+        expect(turn.locator('[data-testid="support"]')).to_be_visible()
+        citation = turn.locator("a.cite-link").first
+        excerpt = turn.locator(".citations blockquote").first.inner_text()
+        cited = {k: citation.get_attribute(f"data-{k}") for k in ("document-id", "char-start", "char-end", "page")}
+        assert cited["document-id"] == document_id
+        page.screenshot(path=out / "ask.png", full_page=True)
+
+        # -- the citation opens the document at its page with the cited span highlighted
+        marker = turn.locator("a.marker").first
+        (marker if marker.count() else citation).click()
+        mark = page.locator('[data-testid="cited-span"]')
+        expect(mark).to_be_visible()
+        sections = api.get(f"/v1/documents/{document_id}/text").json()["sections"]
+        section = next(s for s in sections if s["page"] == int(cited["page"]))
+        span = section["text"][int(cited["char-start"]):int(cited["char-end"])]
+        assert mark.text_content() == span, (mark.text_content(), span)
+        assert squash(span) == squash(excerpt)
+        pdf_page = page.locator('[data-testid="pdf-page"]')
+        expect(pdf_page).to_have_attribute("data-page", cited["page"])
+        expect(pdf_page).not_to_have_attribute("data-highlighted", "0")
+        lit = "".join(pdf_page.locator("span.hl").all_text_contents())
+        assert squash(span) in squash(lit), (span, lit)
+        page.locator('button[data-analysis="summary"]').click()
+        expect(page.locator("#analysis-summary .analysis-out p").first).to_be_visible(timeout=120_000)
+        page.screenshot(path=out / "document.png", full_page=True)
+
+        # -- agent mode: planner -> retriever -> reasoner -> validator, with timings
+        page.goto(f"{base_url}/#/ask")
+        page.check("#agent-mode")
+        page.fill("#question", QUESTION)
+        page.click("form.ask-form button[type=submit]")
+        agent_turn = page.locator("article.turn").first
+        expect(agent_turn).to_have_attribute("data-state", "done", timeout=180_000)
+        steps = agent_turn.locator(".steps li strong").all_text_contents()
+        for node in ("planner", "retriever", "reasoner", "validator"):
+            assert node in steps, steps
+        page.screenshot(path=out / "ask-agent.png", full_page=True)
+
+        # -- Graph: wait until the document is synced, then draw it and select the document
+        deadline = time.monotonic() + 120
+        while api.get(f"/v1/documents/{document_id}").json()["document"]["graph_sync"] != "GRAPH_SYNC_STATUS_SYNCED":
+            assert time.monotonic() < deadline, "the document never reached the graph"
+            time.sleep(1)
+        page.goto(f"{base_url}/#/graph")
+        canvas = page.locator('[data-testid="graph"]')
+        expect(canvas).to_have_attribute("data-nodes", re.compile(r"^([2-9]|\d\d+)"))
+        page.locator("summary", has_text="All nodes").click()
+        page.locator("button.kind-document").first.click()
+        expect(page.locator(".graph-side a.button", has_text="Open document")).to_have_attribute("href", re.compile(document_id))
+        page.screenshot(path=out / "graph.png", full_page=True)
+
+        # -- System
+        page.goto(f"{base_url}/#/system")
+        health = page.locator('[data-testid="health"]')
+        expect(health).to_contain_text("rag")
+        expect(health).to_contain_text("SERVING")
+        page.screenshot(path=out / "system.png", full_page=True)
+
+        # -- a phone's width
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.goto(f"{base_url}/#/library")
+        expect(doc_row).to_be_visible()
+        page.screenshot(path=out / "library-phone.png", full_page=True)
+        page.set_viewport_size({"width": 1280, "height": 900})
+
+        # -- delete the document from the table
+        page.once("dialog", lambda d: d.accept())
+        doc_row.locator("button.danger").click()
+        expect(doc_row).to_have_count(0)
+        assert api.get(f"/v1/documents/{document_id}").status_code == 404
+        browser.close()
+    assert not errors, errors
+    return figures
+
+
+def test_web_app_journey(mesh, tmp_path_factory):
+    out = tmp_path_factory.mktemp("web-app")
+    figures = journey(mesh.base_url, out)
+    (out / "results.json").write_text(json.dumps({"ttft_ms": figures["ttft_ms"], "question": QUESTION,
+                                                  "note": "browser time from submit to the first answer delta"}, indent=2))
+    target = os.environ.get(ARTIFACTS_ENV)
+    if target:
+        shutil.copytree(out, target, dirs_exist_ok=True)
+    print(f"web app: screenshots and results in {out}; time to first token {figures['ttft_ms']:.0f} ms")

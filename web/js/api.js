@@ -1,0 +1,189 @@
+// The REST surface (same origin as the page): JSON calls, Server-Sent Event streams and uploads,
+// with the stored bearer token and errors turned into plain sentences.
+
+const TOKEN_KEY = "docuthinker.token";
+
+export function getToken() {
+  return localStorage.getItem(TOKEN_KEY) || "";
+}
+
+export function setToken(token) {
+  if (token) localStorage.setItem(TOKEN_KEY, token);
+  else localStorage.removeItem(TOKEN_KEY);
+}
+
+function headers(extra = {}) {
+  const h = { ...extra };
+  const token = getToken();
+  if (token) h.Authorization = `Bearer ${token}`;
+  return h;
+}
+
+/** An HTTP or in-stream error: `status` (HTTP), `code` (gRPC), the server's `message`, and `explain()`. */
+export class ApiError extends Error {
+  constructor(status, message, code = 0, details = []) {
+    super(message || `HTTP ${status}`);
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+
+  /** The google.rpc.BadRequest field violations of the details, as " (field: why; ...)". */
+  violations() {
+    const list = (this.details || []).flatMap((d) => d.field_violations || d.fieldViolations || []);
+    return list.length ? ` (${list.map((v) => `${v.field}: ${v.description}`).join("; ")})` : "";
+  }
+
+  /** The sentence shown to a person: what happened, in words, with the server's own message. */
+  explain() {
+    const server = this.message + this.violations();
+    switch (this.status) {
+      case 401:
+        return `Not authenticated (401): the gateway needs a valid bearer token. Paste one under "Token". Server said: ${server}`;
+      case 403:
+        return `Forbidden (403): the token was accepted but does not allow this (no usable tenant claim?). Server said: ${server}`;
+      case 429:
+        return `Too many requests or over budget (429): ${server}. Wait a little, or raise the limit.`;
+      case 404:
+        return `Not found (404): ${server}`;
+      case 413:
+        return `Too large (413): the gateway refused a body over its upload limit. ${server}`;
+      case 503:
+        return `Service unavailable (503): ${server}. A service may be starting or down (see System).`;
+      case 504:
+        return `Timed out (504): ${server}`;
+      case 0:
+        return `In-stream error${this.code ? ` (gRPC code ${this.code})` : ""}: ${server}`;
+      default:
+        return `Error ${this.status}: ${server}`;
+    }
+  }
+}
+
+async function errorFrom(response) {
+  const text = await response.text();
+  try {
+    const status = JSON.parse(text);
+    return new ApiError(response.status, status.message || text, status.code || 0, status.details || []);
+  } catch {
+    return new ApiError(response.status, text.trim() || response.statusText);
+  }
+}
+
+/** Builds an ApiError from a google.rpc.Status sent inside a stream. */
+export function streamError(status) {
+  return new ApiError(0, status.message || "the stream reported an error", status.code || 0, status.details || []);
+}
+
+/** A JSON call: GET when `body` is undefined, else POST (or `method`). */
+export async function call(path, { method, body, signal } = {}) {
+  const init = { method: method || (body === undefined ? "GET" : "POST"), headers: headers(), signal };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (error) {
+    if (error.name === "AbortError") throw error;
+    throw new ApiError(-1, `the gateway could not be reached (${error.message})`);
+  }
+  if (!response.ok) throw await errorFrom(response);
+  return response.json();
+}
+
+/** The raw bytes of a GET (the stored original of a document). */
+export async function fetchBytes(path) {
+  const response = await fetch(path, { headers: headers() });
+  if (!response.ok) throw await errorFrom(response);
+  return { type: response.headers.get("content-type") || "", data: await response.arrayBuffer() };
+}
+
+/** Splits SSE text into JSON messages; returns [messages, unparsed rest]. */
+export function parseSse(buffer) {
+  const messages = [];
+  let rest = buffer.replace(/\r\n/g, "\n");
+  let cut;
+  while ((cut = rest.indexOf("\n\n")) >= 0) {
+    const block = rest.slice(0, cut);
+    rest = rest.slice(cut + 2);
+    const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
+    if (data) messages.push(JSON.parse(data));
+  }
+  return [messages, rest];
+}
+
+/** POSTs JSON and calls `onEvent` for every SSE message of the reply, in order. */
+export async function stream(path, body, onEvent, { signal } = {}) {
+  let response;
+  try {
+    response = await fetch(path, {
+      method: "POST",
+      headers: headers({ "Content-Type": "application/json", Accept: "text/event-stream" }),
+      body: JSON.stringify(body),
+      signal,
+    });
+  } catch (error) {
+    if (error.name === "AbortError") throw error;
+    throw new ApiError(-1, `the gateway could not be reached (${error.message})`);
+  }
+  if (!response.ok) throw await errorFrom(response);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    let messages;
+    [messages, buffer] = parseSse(buffer + value);
+    for (const message of messages) onEvent(message);
+  }
+  const [last] = parseSse(buffer + "\n\n");
+  for (const message of last) onEvent(message);
+}
+
+/**
+ * Uploads one file (raw bytes, POST /v1/documents?filename=) and reports progress:
+ * onSent(fraction) while bytes go up, onEvent(message) for each SSE message that comes back.
+ * XMLHttpRequest, because fetch() reports no upload progress.
+ */
+export function upload(file, { onSent, onEvent }) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", `/v1/documents?filename=${encodeURIComponent(file.name)}`);
+    for (const [k, v] of Object.entries(headers())) xhr.setRequestHeader(k, v);
+    xhr.setRequestHeader("Content-Type", file.type || "application/octet-stream");
+    let seen = 0;
+    let buffer = "";
+    const drain = () => {
+      if (xhr.status !== 200) return;
+      const text = xhr.responseText;
+      buffer += text.slice(seen);
+      seen = text.length;
+      let messages;
+      [messages, buffer] = parseSse(buffer);
+      messages.forEach(onEvent);
+    };
+    xhr.upload.onprogress = (e) => e.lengthComputable && onSent(e.loaded / e.total);
+    xhr.onprogress = drain;
+    xhr.onerror = () => reject(new ApiError(-1, "the upload could not reach the gateway"));
+    xhr.onload = () => {
+      if (xhr.status !== 200) {
+        let error;
+        try {
+          const s = JSON.parse(xhr.responseText);
+          error = new ApiError(xhr.status, s.message, s.code, s.details);
+        } catch {
+          error = new ApiError(xhr.status, xhr.responseText.trim() || xhr.statusText);
+        }
+        reject(error);
+        return;
+      }
+      drain();
+      const [last] = parseSse(buffer + "\n\n");
+      last.forEach(onEvent);
+      resolve();
+    };
+    xhr.send(file);
+  });
+}

@@ -1,0 +1,62 @@
+// The shell: hash routes to pages, the token field, and the navigation state.
+import { getToken, setToken } from "./api.js";
+import { clear, parseRoute } from "./ui.js";
+import * as library from "./library.js";
+import * as ask from "./ask.js";
+import * as documentPage from "./document.js";
+import * as graph from "./graph.js";
+import * as system from "./system.js";
+
+const PAGES = { library, ask, doc: documentPage, graph, system };
+const TITLES = { library: "Library", ask: "Ask", doc: "Document", graph: "Graph", system: "System" };
+let cleanup = null;
+
+function show() {
+  const route = parseRoute(location.hash);
+  const name = PAGES[route.parts[0]] ? route.parts[0] : "library";
+  const main = document.getElementById("view");
+  if (cleanup) {
+    try {
+      cleanup();
+    } catch (error) {
+      console.error(error);
+    }
+    cleanup = null;
+  }
+  document.querySelectorAll("nav a[data-page]").forEach((a) => {
+    if (a.dataset.page === name) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  });
+  document.title = `${TITLES[name]} · DocuThinker`;
+  document.body.dataset.page = name;
+  clear(main);
+  cleanup = PAGES[name].render(main, route) || null;
+  main.focus({ preventScroll: true });
+}
+
+function tokenForm() {
+  const form = document.getElementById("token-form");
+  const input = document.getElementById("token-input");
+  const state = document.getElementById("token-state");
+  const say = () => {
+    state.textContent = getToken() ? "A token is stored; it is sent with every call." : "No token stored (fine when auth is off).";
+  };
+  input.value = getToken();
+  say();
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    setToken(input.value.trim());
+    say();
+    show();
+  });
+  document.getElementById("token-clear").addEventListener("click", () => {
+    input.value = "";
+    setToken("");
+    say();
+    show();
+  });
+}
+
+window.addEventListener("hashchange", show);
+tokenForm();
+show();

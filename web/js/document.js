@@ -1,0 +1,185 @@
+// Document view: the original file (PDF pages drawn by pdf.js), the extracted text with a cited
+// span marked, and the NLP analyses, each loaded on demand.
+import { call, fetchBytes } from "./api.js";
+import { clear, el, enumLabel, errorBox, fmtBytes, fmtDate, loadInto, spinner } from "./ui.js";
+import { renderPdf } from "./pdf_view.js";
+
+const TEXT_TYPES = new Set(["text", "markdown", "csv", "tsv", "html"]);
+
+/** Which section a citation points at: same page, sheet and heading path, else the first long enough. */
+export function findSection(sections, { page, sheet, heading, end }) {
+  const fits = (s) => s.text.length >= end;
+  const same = sections.find((s) => (!page || s.page === page) && (!sheet || s.sheet_name === sheet)
+    && (!heading || (s.heading_path || []).join(" › ") === heading) && fits(s));
+  return same || sections.find((s) => (!page || s.page === page) && fits(s)) || null;
+}
+
+function sectionTitle(s) {
+  const parts = [];
+  if (s.page) parts.push(`Page ${s.page}`);
+  if (s.sheet_name) parts.push(`Sheet ${s.sheet_name}`);
+  if ((s.heading_path || []).length) parts.push(s.heading_path.join(" › "));
+  return parts.join(" · ") || "Text";
+}
+
+function textPanel(sections, cite) {
+  const target = cite ? findSection(sections, cite) : null;
+  return el("div", { class: "sections" }, sections.map((s) => {
+    const body = el("pre", { class: "section-text" });
+    if (s === target) {
+      body.append(s.text.slice(0, cite.start),
+        el("mark", { id: "cited", class: "cited", "data-testid": "cited-span", tabindex: "-1" }, s.text.slice(cite.start, cite.end)),
+        s.text.slice(cite.end));
+    } else {
+      body.textContent = s.text;
+    }
+    return el("section", { class: s === target ? "section target" : "section" }, el("h3", {}, sectionTitle(s)), body);
+  }));
+}
+
+const ANALYSES = [
+  { id: "summary", label: "Summary", path: "/v1/nlp/summary", body: { style: "SUMMARY_STYLE_NARRATIVE" },
+    view: (r) => el("p", {}, r.summary || (r.bullets || []).join(" ")) },
+  { id: "key-ideas", label: "Key ideas", path: "/v1/nlp/key-ideas", view: (r) => list(r.ideas) },
+  { id: "entities", label: "Entities", path: "/v1/nlp/entities",
+    view: (r) => table(["Entity", "Label", "Count"], (r.entities || []).map((e) => [e.text, e.label, e.count])) },
+  { id: "sentiment", label: "Sentiment", path: "/v1/nlp/sentiment",
+    view: (r) => el("p", {}, el("span", { class: "badge" }, enumLabel(r.overall?.label, "SENTIMENT_LABEL_")),
+      ` score ${Number(r.overall?.score || 0).toFixed(2)}, confidence ${Number(r.overall?.confidence || 0).toFixed(2)}`) },
+  { id: "topics", label: "Topics", path: "/v1/nlp/topics",
+    view: (r) => table(["Topic", "Weight"], (r.topics || []).map((t) => [t.name, Number(t.weight).toFixed(3)])) },
+  { id: "analytics", label: "Analytics", path: "/v1/nlp/analytics",
+    view: (r) => el("div", {}, table(["Measure", "Value"], [
+      ["Words", r.words], ["Sentences", r.sentences], ["Paragraphs", r.paragraphs],
+      ["Reading time", `${Number(r.reading_time_minutes || 0).toFixed(1)} min`],
+      ["Flesch reading ease", Number(r.flesch_reading_ease || 0).toFixed(1)],
+      ["Lexical diversity", Number(r.lexical_diversity || 0).toFixed(2)],
+      ["Average sentence length", Number(r.average_sentence_length || 0).toFixed(1)]]),
+    el("p", {}, "Top keywords: ", (r.top_keywords || []).map((k) => `${k.keyword} (${k.count})`).join(", "))) },
+  { id: "discussion", label: "Discussion points", path: "/v1/nlp/discussion-points", view: (r) => list(r.points) },
+  { id: "recommendations", label: "Recommendations", path: "/v1/nlp/recommendations",
+    view: (r) => list((r.recommendations || []).map((x) => `${x.recommendation}${x.rationale ? ` (${x.rationale})` : ""} [${enumLabel(x.priority, "PRIORITY_")}]`)) },
+];
+
+function list(items) {
+  return items && items.length ? el("ul", {}, items.map((i) => el("li", {}, i))) : el("p", { class: "muted" }, "Nothing found.");
+}
+
+function table(head, rows) {
+  if (!rows.length) return el("p", { class: "muted" }, "Nothing found.");
+  return el("table", {}, el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col" }, h)))),
+    el("tbody", {}, rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, c ?? ""))))));
+}
+
+function engineNote(r) {
+  return r && r.engine ? el("p", { class: "muted small" }, `engine: ${r.engine.provider || ""} ${r.engine.model || ""}`) : null;
+}
+
+export function render(main, route) {
+  const id = route.parts[1];
+  const p = route.params;
+  const cite = p.has("start") ? {
+    page: Number(p.get("page") || 0), sheet: p.get("sheet") || "", heading: p.get("heading") || "",
+    start: Number(p.get("start")), end: Number(p.get("end")), marker: p.get("marker") || "",
+  } : null;
+  const urls = [];
+  const state = { alive: true };
+  const header = el("div", {}, spinner("Loading document"));
+  const original = el("div", { class: "original", "data-testid": "original" });
+  const text = el("div", { class: "extracted", "data-testid": "extracted" });
+  const analyses = el("section", { class: "card analyses", "aria-labelledby": "analyses-h" }, el("h2", { id: "analyses-h" }, "Analyses"));
+
+  clear(main, header,
+    el("div", { class: "doc-grid" },
+      el("section", { class: "card", "aria-labelledby": "original-h" }, el("h2", { id: "original-h" }, "Original"), original),
+      el("section", { class: "card", "aria-labelledby": "text-h" }, el("h2", { id: "text-h" }, cite ? `Extracted text · citation [${cite.marker}]` : "Extracted text"), text)),
+    analyses);
+
+  for (const a of ANALYSES) analyses.append(analysisBlock(id, a));
+  analyses.append(rewriteBlock(id));
+
+  call(`/v1/documents/${encodeURIComponent(id)}`).then(({ document: d }) => {
+    if (!state.alive) return;
+    const download = el("button", { type: "button", class: "secondary small" }, "Download original");
+    download.addEventListener("click", async () => {
+      try {
+        const { type, data } = await fetchBytes(`/v1/documents/${encodeURIComponent(id)}:content`);
+        const url = URL.createObjectURL(new Blob([data], { type }));
+        urls.push(url);
+        el("a", { href: url, download: d.filename }).click();
+      } catch (error) {
+        header.append(errorBox(error));
+      }
+    });
+    clear(header, el("h1", {}, d.title && d.title !== d.filename ? d.title : d.filename),
+      el("p", { class: "muted" }, `${d.filename} · ${d.file_type} · ${d.page_count || 0} pages · ${d.chunk_count || 0} chunks · ${fmtBytes(d.size_bytes)} · ${enumLabel(d.status, "DOCUMENT_STATUS_")} · graph ${enumLabel(d.graph_sync, "GRAPH_SYNC_STATUS_")} · added ${fmtDate(d.create_time)} `, download),
+      d.error_message ? el("div", { class: "error" }, d.error_message) : null);
+    loadOriginal(d);
+  }).catch((error) => clear(header, el("h1", {}, "Document"), errorBox(error)));
+
+  const textLoaded = call(`/v1/documents/${encodeURIComponent(id)}/text`);
+  loadInto(text, "Loading text", () => textLoaded, (r) => textPanel(r.sections || [], cite)).then(() => {
+    const mark = text.querySelector("#cited");
+    if (mark) mark.scrollIntoView({ block: "center" });
+  });
+
+  async function loadOriginal(d) {
+    clear(original, spinner("Loading the original file"));
+    try {
+      const { type, data } = await fetchBytes(`/v1/documents/${encodeURIComponent(id)}:content`);
+      if (!state.alive) return;
+      if (d.file_type === "pdf") {
+        let spanText = "";
+        if (cite) {
+          try {
+            const section = findSection((await textLoaded).sections || [], cite);
+            spanText = section ? section.text.slice(cite.start, cite.end) : "";
+          } catch {
+            spanText = "";
+          }
+        }
+        clear(original);
+        await renderPdf(original, data, { page: cite?.page || 1, highlight: spanText });
+      } else if (d.file_type === "image") {
+        const url = URL.createObjectURL(new Blob([data], { type }));
+        urls.push(url);
+        clear(original, el("img", { src: url, alt: `The uploaded image ${d.filename}`, class: "original-image" }));
+      } else if (TEXT_TYPES.has(d.file_type)) {
+        clear(original, el("pre", { class: "section-text" }, new TextDecoder().decode(data)));
+      } else {
+        clear(original, el("p", { class: "muted" }, `${d.file_type.toUpperCase()} files are not drawn in the browser: the extracted text beside shows the cited span; "Download original" gives the file.`));
+      }
+    } catch (error) {
+      clear(original, errorBox(error));
+    }
+  }
+
+  return () => {
+    state.alive = false;
+    urls.forEach((u) => URL.revokeObjectURL(u));
+  };
+}
+
+function analysisBlock(id, a) {
+  const out = el("div", { class: "analysis-out", "aria-live": "polite" });
+  const button = el("button", { type: "button", class: "secondary", dataset: { analysis: a.id } }, a.label);
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    await loadInto(out, a.label, () => call(a.path, { body: { document_id: id, ...(a.body || {}) } }), (r) => el("div", {}, a.view(r), engineNote(r)));
+    button.disabled = false;
+  });
+  return el("div", { class: "analysis", id: `analysis-${a.id}` }, button, out);
+}
+
+function rewriteBlock(id) {
+  const out = el("div", { class: "analysis-out", "aria-live": "polite" });
+  const style = el("input", { type: "text", id: "rewrite-style", placeholder: "e.g. plain English for a ten-year-old", value: "plain and short" });
+  const form = el("form", { class: "analysis rewrite" }, el("label", { for: "rewrite-style" }, "Rewrite in a style"), style,
+    el("button", { type: "submit", class: "secondary" }, "Rewrite"), out);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    await loadInto(out, "Rewriting", () => call("/v1/nlp/rewrite", { body: { document_id: id, style: style.value.trim() } }),
+      (r) => el("div", {}, el("p", { class: "rewritten" }, r.rewritten), engineNote(r)));
+  });
+  return form;
+}
