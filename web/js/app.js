@@ -47,6 +47,7 @@ function tokenForm() {
     e.preventDefault();
     setToken(input.value.trim());
     say();
+    form.closest("details").open = false;
     show();
   });
   document.getElementById("token-clear").addEventListener("click", () => {

@@ -217,13 +217,14 @@ export function render(main) {
         }
       });
       return el("tr", { dataset: { documentId: d.document_id, filename: d.filename } },
-        el("td", {}, check),
+        el("td", { class: "col-select" }, check),
         el("td", { class: "col-filename" }, el("a", { href: docHref(d.document_id) }, d.filename), d.title && d.title !== d.filename ? el("div", { class: "muted" }, d.title) : null,
           d.error_message ? el("div", { class: "error small" }, d.error_message) : null),
-        el("td", {}, d.file_type), el("td", { class: "num" }, d.page_count || 0), el("td", { class: "num" }, d.chunk_count || 0),
-        el("td", {}, el("span", { class: `badge status-${status}` }, status)),
-        el("td", {}, enumLabel(d.graph_sync, "GRAPH_SYNC_STATUS_")),
-        el("td", { class: "num" }, fmtBytes(d.size_bytes)), el("td", {}, fmtDate(d.create_time)),
+        el("td", { "data-label": "Type" }, d.file_type), el("td", { class: "num", "data-label": "Pages" }, d.page_count || 0),
+        el("td", { class: "num", "data-label": "Chunks" }, d.chunk_count || 0),
+        el("td", { "data-label": "Status" }, el("span", { class: `badge status-${status}` }, status)),
+        el("td", { "data-label": "Graph" }, enumLabel(d.graph_sync, "GRAPH_SYNC_STATUS_")),
+        el("td", { class: "num", "data-label": "Size" }, fmtBytes(d.size_bytes)), el("td", { "data-label": "Added" }, fmtDate(d.create_time)),
         el("td", { class: "actions" }, reindex, del));
     });
     clear(tableBox, rows.length || state.docs.length

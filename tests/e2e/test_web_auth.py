@@ -1,0 +1,84 @@
+"""The web app with authentication on: a second Envoy, rendered with auth, in front of the
+session's real services, driven in Debian's Chromium. The page itself loads without a token;
+every /v1 call it makes needs one, and 401 and 403 are said plainly; a saved token is sent on
+JSON calls and on the upload's XMLHttpRequest alike."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+from test_web_app import launch
+
+from gateway import envoy_config
+from gateway.auth import KEY_FILE, AuthSettings, keygen, mint
+from services.launcher.mesh import envoy_binary, free_port, healthy_clusters
+
+pytestmark = pytest.mark.e2e
+
+TENANT = "web-auth-e2e"
+
+
+@pytest.fixture(scope="module")
+def secured(mesh, tmp_path_factory):
+    """(base URL, signing key, auth settings) of an authenticating Envoy over the session's services."""
+    root = tmp_path_factory.mktemp("web-auth")
+    _, jwks = keygen(root / "auth")
+    auth = AuthSettings(jwks_file=jwks)
+    ports = mesh.settings.model_copy(update={"gateway_port": free_port(), "gateway_admin_port": free_port()})
+    config = envoy_config.write(root / "envoy.yaml", ports, auth)
+    log = open(root / "envoy.log", "wb")  # noqa: SIM115 - closed below
+    envoy = subprocess.Popen([envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn",
+                              "--base-id", str(ports.gateway_port)], stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    admin = f"http://127.0.0.1:{ports.gateway_admin_port}"
+    while not {"rag", "nlp", "graph", "orchestrator"} <= healthy_clusters(admin):
+        assert envoy.poll() is None and time.monotonic() < deadline, (root / "envoy.log").read_text()[-2000:]
+        time.sleep(0.2)
+    try:
+        yield f"http://{ports.host}:{ports.gateway_port}", jwks.parent / KEY_FILE, auth
+    finally:
+        envoy.terminate()
+        envoy.wait(10)
+        log.close()
+
+
+def test_web_app_with_auth_on(secured, tmp_path_factory):
+    from playwright.sync_api import expect, sync_playwright
+
+    base, key, auth = secured
+    out = tmp_path_factory.mktemp("web-auth-shots")
+    with sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.set_default_timeout(60_000)
+        expect.set_options(timeout=60_000)
+
+        page.goto(f"{base}/#/library")  # the page and its modules load without a token
+        expect(page.get_by_role("alert").filter(has_text="Not authenticated (401)")).to_be_visible()
+        page.screenshot(path=out / "library-401.png", full_page=True)
+
+        def save_token(token: str) -> None:
+            page.click("details.token summary")
+            page.fill("#token-input", token)
+            page.click("#token-form button[type=submit]")
+
+        save_token(mint(key, TENANT, ttl_s=600, auth=AuthSettings(audience="someone-else")))
+        expect(page.get_by_role("alert").filter(has_text="Forbidden (403)")).to_be_visible()
+
+        save_token(mint(key, TENANT, ttl_s=600, auth=auth))
+        expect(page.get_by_text("No documents yet")).to_be_visible()
+        assert page.evaluate("localStorage.getItem('docuthinker.token')").count(".") == 2
+        page.set_input_files("#file-input", files=[{"name": "keys.txt", "mimeType": "text/plain",
+                                                    "buffer": b"The spare key of the boathouse hangs in the harbour office."}])
+        expect(page.locator('li.upload[data-file="keys.txt"]')).to_have_attribute("data-state", "done", timeout=120_000)
+        expect(page.locator('table.docs tr[data-filename="keys.txt"]')).to_be_visible()
+
+        # 429 (rate limit or budget) in the same words the pages use.
+        said = page.evaluate("""async () => {
+            const { ApiError } = await import('/js/api.js');
+            return new ApiError(429, 'daily budget exhausted').explain();
+        }""")
+        assert said.startswith("Too many requests or over budget (429): daily budget exhausted")
+        browser.close()
