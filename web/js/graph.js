@@ -89,7 +89,7 @@ export function render(main) {
       return;
     }
     clear(canvas);
-    state.cy = cytoscape({ container: canvas, elements: els, style: STYLE, layout: { name: "cose", animate: false, randomize: false, nodeRepulsion: 8000, idealEdgeLength: 60 }});
+    state.cy = cytoscape({ container: canvas, elements: els, style: STYLE, maxZoom: 1.6, minZoom: 0.2, layout: { name: "cose", animate: false, randomize: false, nodeRepulsion: 8000, idealEdgeLength: 60 } });
     state.cy.on("tap", "node", (evt) => select(evt.target.id()));
     canvas.dataset.nodes = String(state.cy.nodes().length);
     canvas.dataset.edges = String(state.cy.edges().length);
@@ -102,7 +102,6 @@ export function render(main) {
     const node = cy.getElementById(nodeId);
     cy.elements().unselect();
     node.select();
-    cy.animate({ center: { eles: node }, duration: 200 });
     const data = node.data();
     const neighbours = node.neighborhood("node").map((n) => n.data());
     const docsHere = neighbours.filter((n) => n.kind === "document");
