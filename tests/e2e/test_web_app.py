@@ -96,16 +96,28 @@ def journey(base_url: str, out: pathlib.Path) -> dict:
         context = browser.new_context(viewport={"width": 1280, "height": 900}, extra_http_headers={"x-tenant-id": TENANT})
         page = context.new_page()
         page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-        page.on("console", lambda m: m.type == "error" and errors.append(f"console: {m.text}"))
+        page.on("console", lambda m: m.type == "error" and "Failed to load resource" not in m.text
+                and errors.append(f"console: {m.text}"))
+        # Every failed call but the one this test provokes (an unsupported file) is a defect.
+        page.on("response", lambda r: r.status >= 400 and "filename=tool.exe" not in r.url
+                and errors.append(f"HTTP {r.status} {r.request.method} {r.url}"))
         page.set_default_timeout(60_000)
 
         # -- Library: upload and watch the progress bar finish
         page.goto(f"{base_url}/#/library")
         expect(page.get_by_role("heading", name="Library")).to_be_visible()
-        page.set_input_files("#file-input", files=[
+        # Keyboard: Tab to the drop zone, Enter opens the file chooser.
+        page.locator('[data-testid="dropzone"]').focus()
+        with page.expect_file_chooser() as chooser:
+            page.keyboard.press("Enter")
+        chooser.value.set_files(files=[
             {"name": FILENAME, "mimeType": "application/pdf", "buffer": make_pdf(PAGES)},
             {"name": OTHER_FILENAME, "mimeType": "application/pdf", "buffer": make_pdf(OTHER_PAGES)},
+            {"name": "tool.exe", "mimeType": "application/octet-stream", "buffer": b"MZ not a document"},
         ])
+        bad = page.locator('li.upload[data-file="tool.exe"]')
+        expect(bad).to_have_attribute("data-state", "failed")
+        expect(bad.get_by_role("alert")).to_contain_text("unsupported file type")  # the server's own message
         for name in (FILENAME, OTHER_FILENAME):  # one progress bar per file, each to the end
             row = page.locator(f'li.upload[data-file="{name}"]')
             expect(row).to_have_attribute("data-state", "done", timeout=180_000)
@@ -124,6 +136,10 @@ def journey(base_url: str, out: pathlib.Path) -> dict:
         expect(doc_row).to_have_count(0)
         expect(other_row).to_be_visible()
         page.fill('input[type="search"]', "")
+        reindex = other_row.locator("button", has_text="Re-index")
+        reindex.click()
+        expect(other_row.locator("button", has_text="Re-index")).to_be_enabled()
+        expect(page.locator("section", has=page.locator("#docs-h")).get_by_role("alert")).to_have_count(0)
         page.screenshot(path=out / "library.png", full_page=True)
 
         # -- Ask: a streamed answer with citations

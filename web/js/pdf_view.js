@@ -41,7 +41,7 @@ export async function renderPdf(container, data, { page = 1, highlight = "" } = 
     clear(stage);
     try {
       const p = await pdf.getPage(current);
-      const width = Math.max(280, Math.min(stage.clientWidth || 700, 900));
+      const width = Math.max(280, Math.min((stage.clientWidth || 700) - 8, 900));
       const viewport = p.getViewport({ scale: width / p.getViewport({ scale: 1 }).width });
       const ratio = window.devicePixelRatio || 1;
       const canvas = el("canvas", { width: Math.floor(viewport.width * ratio), height: Math.floor(viewport.height * ratio), "aria-hidden": "true" });
