@@ -29,6 +29,7 @@ def main() -> int:
         mesh.stop()
         return 1
     print(f"REST + gRPC gateway (Envoy): {mesh.base_url}")
+    print(f"web app:                     {mesh.base_url}/")
     print(f"Envoy admin:                 {mesh.admin_url}")
     for name in SERVICE_NAMES:
         print(f"{name:<13} gRPC:          {mesh.grpc_target(name)}")
