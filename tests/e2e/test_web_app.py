@@ -258,3 +258,48 @@ def test_web_app_journey(mesh, tmp_path_factory):
         shutil.copytree(out, target, dirs_exist_ok=True)
     print(f"web app: screenshots and results in {out}; time to first token {figures['ttft_ms_first_question']:.0f} ms"
           f" (first question), {figures['ttft_ms_warm']:.0f} ms (warm)")
+
+
+SITES = b"site,blades,last inspection\nLyon,42,March\nBrest,18,April\nNantes,7,June\n"
+
+
+def test_a_table_span_marks_its_cells(mesh, tmp_path_factory):
+    """A span of a CSV (a retrieved chunk's provenance): the document view draws the sheet as a table and marks
+    the cells the span covers."""
+    from playwright.sync_api import expect, sync_playwright
+
+    out = tmp_path_factory.mktemp("web-table")
+    tenant = "web-e2e-table"
+    with httpx.Client(base_url=mesh.base_url, headers={"x-tenant-id": tenant}, timeout=120) as api:
+        reply = api.post("/v1/documents:ingest", params={"filename": "sites.csv"}, content=SITES,
+                         headers={"Content-Type": "text/csv"})
+        assert reply.status_code == 200, reply.text
+        document_id = reply.json()["result"]["document"]["document_id"]
+        # A retrieved chunk's provenance: the same fields (and offsets) a citation carries.
+        hits = api.post("/v1/search", json={"query": "Brest blades April", "top_k": 1,
+                                            "document_ids": [document_id]}).json()["results"]
+        citation = {**hits[0]["provenance"], "marker": 1}
+        sections = api.get(f"/v1/documents/{document_id}/text").json()["sections"]
+    section = next(s for s in sections if s["sheet_name"] == citation["sheet_name"] and len(s["text"]) >= citation["char_end"])
+    # The span of one row (as a one-row citation would be), found in the page text the service returned.
+    row = "Brest | 18 | April"
+    start = section["text"].index(row)
+    citation.update(char_start=start, char_end=start + len(row))
+    span = section["text"][citation["char_start"]:citation["char_end"]]
+    with sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 900}, extra_http_headers={"x-tenant-id": tenant})
+        page.set_default_timeout(60_000)
+        query = (f"start={citation['char_start']}&end={citation['char_end']}&page={citation['page']}"
+                 f"&sheet={citation['sheet_name']}&marker={citation['marker']}")
+        page.goto(f"{mesh.base_url}/#/doc/{document_id}?{query}")
+        marks = page.locator('[data-testid="cited-cell"]')
+        expect(marks.first).to_be_visible(timeout=60_000)
+        assert marks.all_text_contents() == ["Brest", "18", "April"]
+        assert "".join(marks.all_text_contents()) == re.sub(r" \| |\n", "", span)
+        expect(page.locator("table.sheet td", has_text="Lyon")).not_to_have_class("cited-cell")
+        page.screenshot(path=out / "document-table.png", full_page=True)
+        browser.close()
+    target = os.environ.get(ARTIFACTS_ENV)
+    if target:
+        shutil.copytree(out, target, dirs_exist_ok=True)

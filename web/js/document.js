@@ -22,9 +22,54 @@ function sectionTitle(s) {
   return parts.join(" · ") || "Text";
 }
 
+const CELL_SEPARATOR = " | ";
+
+/** A section's lines with their offsets, when every line is a table row ("cell | cell"); else null. */
+export function tableRows(text) {
+  const rows = [];
+  let at = 0;
+  for (const line of text.split("\n")) {
+    if (line.trim()) rows.push({ line, start: at });
+    at += line.length + 1;
+  }
+  if (rows.length < 2 || !rows.every((r) => r.line.includes(CELL_SEPARATOR))) return null;
+  return rows.map(({ line, start }) => {
+    const cells = [];
+    let from = 0;
+    for (const part of line.split(CELL_SEPARATOR)) {
+      cells.push({ text: part, start: start + from, end: start + from + part.length });
+      from += part.length + CELL_SEPARATOR.length;
+    }
+    return cells;
+  });
+}
+
+/** A table section as a table; the cells the cited span touches are marked (the touched text in <mark>). */
+function tableView(rows, span) {
+  let first = true;
+  const cell = (c, tag) => {
+    const hit = span && c.start < span.end && c.end > span.start;
+    if (!hit) return el(tag, {}, c.text);
+    const a = Math.max(span.start, c.start) - c.start;
+    const b = Math.min(span.end, c.end) - c.start;
+    const mark = el("mark", { class: "cited", "data-testid": "cited-cell", id: first ? "cited" : null, tabindex: first ? "-1" : null }, c.text.slice(a, b));
+    first = false;
+    return el(tag, { class: "cited-cell" }, c.text.slice(0, a), mark, c.text.slice(b));
+  };
+  const [head, ...body] = rows;
+  return el("div", { class: "table-box" }, el("table", { class: "sheet" },
+    el("thead", {}, el("tr", {}, head.map((c) => cell(c, "th")))),
+    el("tbody", {}, body.map((r) => el("tr", {}, r.map((c) => cell(c, "td")))))));
+}
+
 function textPanel(sections, cite) {
   const target = cite ? findSection(sections, cite) : null;
   return el("div", { class: "sections" }, sections.map((s) => {
+    const rows = tableRows(s.text);
+    if (rows) {
+      return el("section", { class: s === target ? "section target" : "section" }, el("h3", {}, sectionTitle(s)),
+        tableView(rows, s === target ? cite : null));
+    }
     const body = el("pre", { class: "section-text" });
     if (s === target) {
       body.append(s.text.slice(0, cite.start),
