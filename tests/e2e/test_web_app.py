@@ -189,6 +189,9 @@ def journey(base_url: str, out: pathlib.Path) -> dict:
             expect(box.locator("> div")).to_be_visible(timeout=120_000)  # the result, or an explained error
             expect(box.locator(".error")).to_have_count(0)
             assert box.inner_text().strip()
+        page.fill("#rewrite-style", "one short sentence for a child")  # a rewrite in a free-text style
+        page.click("form.rewrite button[type=submit]")
+        expect(page.locator("form.rewrite .rewritten")).not_to_be_empty(timeout=180_000)
         page.screenshot(path=out / "document.png", full_page=True)
 
         # -- agent mode: planner -> retriever -> reasoner -> validator, with timings

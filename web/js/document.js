@@ -157,7 +157,7 @@ export function render(main, route) {
       }
     });
     clear(header, el("h1", {}, d.title && d.title !== d.filename ? d.title : d.filename),
-      el("p", { class: "muted" }, `${d.filename} · ${d.file_type} · ${d.page_count || 0} pages · ${d.chunk_count || 0} chunks · ${fmtBytes(d.size_bytes)} · ${enumLabel(d.status, "DOCUMENT_STATUS_")} · graph ${enumLabel(d.graph_sync, "GRAPH_SYNC_STATUS_")} · added ${fmtDate(d.create_time)} `, download),
+      el("p", { class: "muted" }, `${d.filename} · ${d.file_type} · ${d.page_count ? `${d.page_count} pages · ` : ""}${d.chunk_count || 0} chunks · ${fmtBytes(d.size_bytes)} · ${enumLabel(d.status, "DOCUMENT_STATUS_")} · graph ${enumLabel(d.graph_sync, "GRAPH_SYNC_STATUS_")} · added ${fmtDate(d.create_time)} `, download),
       d.error_message ? el("div", { class: "error" }, d.error_message) : null);
     loadOriginal(d);
   }).catch((error) => clear(header, el("h1", {}, "Document"), errorBox(error)));
