@@ -58,7 +58,8 @@ def make_pdf(pages: list[list[str]]) -> bytes:
                              NameObject("/BaseFont"): NameObject("/Helvetica")})
     for lines in pages:
         page = writer.add_blank_page(612, 792)
-        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+        fonts = DictionaryObject({NameObject("/F1"): font})
+        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): fonts})
         ops = ["BT", "/F1 12 Tf", "16 TL", "72 720 Td"]
         ops += [f"({line}) Tj T*" for line in lines]
         ops.append("ET")
@@ -76,7 +77,8 @@ def squash(text: str) -> str:
 
 def launch(playwright):
     if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: run `make setup` as root (tools/system_packages.sh installs Debian's chromium)")
+        pytest.fail(f"{CHROMIUM} is missing: run `make setup` as root "
+                    "(tools/system_packages.sh installs Debian's chromium)")
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
@@ -93,7 +95,8 @@ def journey(base_url: str, out: pathlib.Path) -> dict:
     with sync_playwright() as p:
         browser = launch(p)
         # Auth is off in the test mesh: the tenant comes from x-tenant-id, added to every request.
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, extra_http_headers={"x-tenant-id": TENANT})
+        context = browser.new_context(viewport={"width": 1280, "height": 900},
+                                      extra_http_headers={"x-tenant-id": TENANT})
         page = context.new_page()
         page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
         page.on("console", lambda m: m.type == "error" and "Failed to load resource" not in m.text
@@ -217,7 +220,8 @@ def journey(base_url: str, out: pathlib.Path) -> dict:
         expect(canvas).to_have_attribute("data-nodes", re.compile(r"^([3-9]|\d\d+)"))
         page.locator("summary", has_text="All nodes").click()
         page.locator("button.kind-document", has_text=FILENAME).click()
-        expect(page.locator(".graph-side a.button", has_text="Open document")).to_have_attribute("href", re.compile(document_id))
+        open_button = page.locator(".graph-side a.button", has_text="Open document")
+        expect(open_button).to_have_attribute("href", re.compile(document_id))
         related = page.locator(f'.graph-side a[href*="{other_id}"]')
         expect(related).to_be_visible()
         page.screenshot(path=out / "graph.png", full_page=True)
@@ -253,7 +257,8 @@ def test_web_app_journey(mesh, tmp_path_factory):
     out = tmp_path_factory.mktemp("web-app")
     figures = journey(mesh.base_url, out)
     results = {**figures, "questions": [QUESTION, SECOND_QUESTION],
-               "note": "time in the browser from submitting the question to the first answer delta of /v1/query:stream; "
+               "note": "time in the browser from submitting the question to the first answer delta of "
+                       "/v1/query:stream; "
                        "first_question includes warming up after the mesh started; shared 2-core machine"}
     (out / "results.json").write_text(json.dumps(results, indent=2))
     target = os.environ.get(ARTIFACTS_ENV)
@@ -283,7 +288,8 @@ def test_a_table_span_marks_its_cells(mesh, tmp_path_factory):
                                             "document_ids": [document_id]}).json()["results"]
         citation = {**hits[0]["provenance"], "marker": 1}
         sections = api.get(f"/v1/documents/{document_id}/text").json()["sections"]
-    section = next(s for s in sections if s["sheet_name"] == citation["sheet_name"] and len(s["text"]) >= citation["char_end"])
+    section = next(s for s in sections
+                   if s["sheet_name"] == citation["sheet_name"] and len(s["text"]) >= citation["char_end"])
     # The span of one row (as a one-row citation would be), found in the page text the service returned.
     row = "Brest | 18 | April"
     start = section["text"].index(row)

@@ -70,8 +70,8 @@ def test_web_app_with_auth_on(secured, tmp_path_factory):
         save_token(mint(key, TENANT, ttl_s=600, auth=auth))
         expect(page.get_by_text("No documents yet")).to_be_visible()
         assert page.evaluate("localStorage.getItem('docuthinker.token')").count(".") == 2
-        page.set_input_files("#file-input", files=[{"name": "keys.txt", "mimeType": "text/plain",
-                                                    "buffer": b"The spare key of the boathouse hangs in the harbour office."}])
+        note = b"The spare key of the boathouse hangs in the harbour office."
+        page.set_input_files("#file-input", files=[{"name": "keys.txt", "mimeType": "text/plain", "buffer": note}])
         expect(page.locator('li.upload[data-file="keys.txt"]')).to_have_attribute("data-state", "done", timeout=120_000)
         expect(page.locator('table.docs tr[data-filename="keys.txt"]')).to_be_visible()
 

@@ -51,7 +51,8 @@ def test_envoy_config_puts_the_site_before_the_rpcs_and_disables_auth_there(tmp_
     assert web and routes[: len(web)] == web  # the site's exact paths come first
     assert all(not r["match"]["path"].startswith("/v1/") for r in web)
     disabled = set(web[0]["typed_per_filter_config"])
-    assert disabled == {"envoy.filters.http.grpc_json_transcoder", "envoy.filters.http.jwt_authn", "envoy.filters.http.rbac"}
+    assert disabled == {"envoy.filters.http.grpc_json_transcoder", "envoy.filters.http.jwt_authn",
+                        "envoy.filters.http.rbac"}
     content = next(r for r in routes if r["name"].endswith("/GetDocumentContent"))
     sandbox = {h["header"]["key"]: h["header"]["value"] for h in content["response_headers_to_add"]}
     assert sandbox["content-security-policy"].startswith("sandbox")
