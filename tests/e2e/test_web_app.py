@@ -101,6 +101,9 @@ def journey(base_url: str, out: pathlib.Path) -> dict:
         page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
         page.on("console", lambda m: m.type == "error" and "Failed to load resource" not in m.text
                 and errors.append(f"console: {m.text}"))
+        # No CDN: every request stays on the gateway's origin (blob: and data: URLs are the page's own).
+        page.on("request", lambda r: r.url.startswith((base_url, "blob:", "data:"))
+                or errors.append(f"off-origin request {r.url}"))
         # Every failed call but the one this test provokes (an unsupported file) is a defect.
         page.on("response", lambda r: r.status >= 400 and "filename=tool.exe" not in r.url
                 and errors.append(f"HTTP {r.status} {r.request.method} {r.url}"))
@@ -169,6 +172,18 @@ def journey(base_url: str, out: pathlib.Path) -> dict:
         figures["ttft_ms_warm"] = float(latest.get_attribute("data-ttft-ms"))
         turn = page.locator("article.turn").last  # the first question's turn
         citation = turn.locator("a.cite-link").first
+        # Asked of one selected document only, the answer cites only that document.
+        page.check("#scope-some")
+        page.locator(f'.picker input[value="{other_id}"]').check()
+        page.fill("#question", "Who paid for the lantern room repairs?")
+        page.press("#question", "Enter")
+        expect(page.locator("article.turn")).to_have_count(3)
+        scoped = page.locator("article.turn").first
+        expect(scoped).to_have_attribute("data-state", "done", timeout=120_000)
+        expect(scoped).to_contain_text("1 document")
+        cited_docs = {a.get_attribute("data-document-id") for a in scoped.locator("a.cite-link").all()}
+        assert cited_docs == {other_id}, cited_docs
+        page.check("#scope-all")
         page.screenshot(path=out / "ask.png", full_page=True)
 
         # -- the citation opens the document at its page with the cited span highlighted
@@ -233,6 +248,9 @@ def journey(base_url: str, out: pathlib.Path) -> dict:
         health = page.locator('[data-testid="health"]')
         expect(health).to_contain_text("rag")
         expect(health).to_contain_text("SERVING")
+        expect(page.locator("#circuits-h + *")).to_contain_text("service:rag")
+        expect(page.locator("#dlq-h + *")).to_contain_text("parked")
+        expect(page.locator("#costs-h + *")).to_contain_text("Mesh today")
         page.screenshot(path=out / "system.png", full_page=True)
 
         # -- a phone's width
