@@ -104,8 +104,8 @@ def journey(base_url: str, out: pathlib.Path) -> dict:
         # No CDN: every request stays on the gateway's origin (blob: and data: URLs are the page's own).
         page.on("request", lambda r: r.url.startswith((base_url, "blob:", "data:"))
                 or errors.append(f"off-origin request {r.url}"))
-        # Every failed call but the one this test provokes (an unsupported file) is a defect.
-        page.on("response", lambda r: r.status >= 400 and "filename=tool.exe" not in r.url
+        # Every failed call but the two this test provokes (bad uploads) is a defect.
+        page.on("response", lambda r: r.status >= 400 and not re.search(r"filename=(tool\.exe|broken\.pdf)", r.url)
                 and errors.append(f"HTTP {r.status} {r.request.method} {r.url}"))
         page.set_default_timeout(60_000)
 
@@ -120,10 +120,12 @@ def journey(base_url: str, out: pathlib.Path) -> dict:
             {"name": FILENAME, "mimeType": "application/pdf", "buffer": make_pdf(PAGES)},
             {"name": OTHER_FILENAME, "mimeType": "application/pdf", "buffer": make_pdf(OTHER_PAGES)},
             {"name": "tool.exe", "mimeType": "application/octet-stream", "buffer": b"MZ not a document"},
+            {"name": "broken.pdf", "mimeType": "application/pdf", "buffer": b"these bytes are no PDF"},
         ])
-        bad = page.locator('li.upload[data-file="tool.exe"]')
-        expect(bad).to_have_attribute("data-state", "failed")
-        expect(bad.get_by_role("alert")).to_contain_text("unsupported file type")  # the server's own message
+        for name, said in (("tool.exe", "unsupported file type"), ("broken.pdf", "not a readable PDF")):
+            bad = page.locator(f'li.upload[data-file="{name}"]')
+            expect(bad).to_have_attribute("data-state", "failed")
+            expect(bad.get_by_role("alert")).to_contain_text(said)  # the server's own message
         for name in (FILENAME, OTHER_FILENAME):  # one progress bar per file, each to the end
             row = page.locator(f'li.upload[data-file="{name}"]')
             expect(row).to_have_attribute("data-state", "done", timeout=180_000)

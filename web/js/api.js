@@ -155,6 +155,17 @@ export function upload(file, { onSent, onEvent }) {
     xhr.setRequestHeader("Content-Type", file.type || "application/octet-stream");
     let seen = 0;
     let buffer = "";
+    let failure = null; // the first error onEvent raised (an in-stream error event): the upload's outcome
+    const deliver = (messages) => {
+      for (const message of messages) {
+        if (failure) return;
+        try {
+          onEvent(message);
+        } catch (error) {
+          failure = error;
+        }
+      }
+    };
     const drain = () => {
       if (xhr.status !== 200) return;
       const text = xhr.responseText;
@@ -162,7 +173,7 @@ export function upload(file, { onSent, onEvent }) {
       seen = text.length;
       let messages;
       [messages, buffer] = parseSse(buffer);
-      messages.forEach(onEvent);
+      deliver(messages);
     };
     xhr.upload.onprogress = (e) => e.lengthComputable && onSent(e.loaded / e.total);
     xhr.onprogress = drain;
@@ -181,8 +192,9 @@ export function upload(file, { onSent, onEvent }) {
       }
       drain();
       const [last] = parseSse(buffer + "\n\n");
-      last.forEach(onEvent);
-      resolve();
+      deliver(last);
+      if (failure) reject(failure);
+      else resolve();
     };
     xhr.send(file);
   });
