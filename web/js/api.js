@@ -30,7 +30,8 @@ export class ApiError extends Error {
 
   /** The google.rpc.BadRequest field violations of the details, as " (field: why; ...)". */
   violations() {
-    const list = (this.details || []).flatMap((d) => d.field_violations || d.fieldViolations || []);
+    const list = (this.details || []).flatMap((d) => d.field_violations || d.fieldViolations || [])
+      .filter((v) => v.description && !this.message.includes(v.description)); // no sentence said twice
     return list.length ? ` (${list.map((v) => `${v.field}: ${v.description}`).join("; ")})` : "";
   }
 
@@ -44,6 +45,8 @@ export class ApiError extends Error {
         return `Forbidden (403): the token was accepted but does not allow this (no usable tenant claim?). Server said: ${server}`;
       case 429:
         return `Too many requests or over budget (429): ${server}. Wait a little, or raise the limit.`;
+      case 400:
+        return `Refused (400): ${server}`;
       case 404:
         return `Not found (404): ${server}`;
       case 413:
