@@ -31,6 +31,7 @@ MODULES = [
     "services.nlp.settings",
     "services.graph.settings",
     "services.orchestrator.settings",
+    "services.launcher.settings",
     "gateway.auth",
 ]
 
