@@ -33,6 +33,7 @@ MODULES = [
     "services.orchestrator.settings",
     "services.launcher.settings",
     "gateway.auth",
+    "gateway.edge_policy",
 ]
 
 

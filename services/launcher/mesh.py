@@ -25,6 +25,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway import envoy_config
 from gateway.auth import AuthSettings
+from gateway.edge_policy import EdgeSettings
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
@@ -89,6 +90,7 @@ class Mesh:
     env: dict[str, str] = field(init=False, default_factory=dict)
     settings: MeshSettings = field(init=False)
     auth: AuthSettings = field(init=False)
+    edge: EdgeSettings = field(init=False)
     memory_ceiling: MemoryCeiling | None = None
     """Each service child runs in its own memory cgroup (``make run``); None: no ceiling (tests)."""
     _procs: dict[str, subprocess.Popen] = field(init=False, default_factory=dict)
@@ -115,6 +117,7 @@ class Mesh:
             os.environ.update({k: v for k, v in env.items() if k.startswith("DOCUTHINKER_")})
             self.settings = MeshSettings()
             self.auth = AuthSettings()
+            self.edge = EdgeSettings()
         finally:
             os.environ.clear()
             os.environ.update(saved)
@@ -169,7 +172,7 @@ class Mesh:
                 self._wait(lambda: self._routed(name), name)
 
     def start_gateway(self) -> None:
-        config = envoy_config.write(self.log_dir / "envoy.yaml", self.settings, self.auth)
+        config = envoy_config.write(self.log_dir / "envoy.yaml", self.settings, self.auth, self.edge)
         self._spawn(
             "gateway",
             [envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn",
