@@ -20,8 +20,9 @@ from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
 from gateway import auth as edge_auth
-from gateway import static_site
+from gateway import edge_policy, static_site
 from gateway.auth import AuthSettings
+from gateway.edge_policy import EdgeSettings
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
 GATEWAY_DIR = pathlib.Path(__file__).resolve().parent
@@ -161,8 +162,10 @@ def _cluster(service: str, settings: MeshSettings, health_service: str) -> dict:
 
 
 def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET,
-           auth: AuthSettings | None = None) -> dict:
+           auth: AuthSettings | None = None, edge: EdgeSettings | None = None) -> dict:
     """Envoy's bootstrap; with ``auth`` enabled, bearer tokens are verified ahead of the transcoder."""
+    edge = edge or EdgeSettings()
+    rate_limit = edge_policy.rate_limit_filter(edge)
     methods = load_methods(descriptor_set)
     full_names = {short: ms[0].service for short, ms in methods.items()}
     routes = [r for service in SERVICE_NAMES for r in _routes(service, methods[service])]
@@ -204,6 +207,7 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
                             "stat_prefix": "ingress",
                             "codec_type": "AUTO",
                             "stream_idle_timeout": "300s",
+                            **edge_policy.connection_manager_options(edge),
                             "access_log": [
                                 {
                                     "name": "envoy.access_loggers.stdout",
@@ -213,7 +217,10 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
                                 }
                             ],
                             "local_reply_config": {
-                                "mappers": edge_auth.local_reply_mappers() if auth is not None and auth.enabled else []
+                                "mappers": [
+                                    *(edge_auth.local_reply_mappers() if auth is not None and auth.enabled else []),
+                                    *edge_policy.local_reply_mappers(),
+                                ]
                             },
                             "route_config": {
                                 "name": "docuthinker",
@@ -224,6 +231,7 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
                             },
                             "http_filters": [
                                 *edge_filters,
+                                *([rate_limit] if rate_limit is not None else []),  # after auth: tenant from the token
                                 transcoder,
                                 {
                                     "name": "envoy.filters.http.router",
@@ -239,7 +247,11 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
         ],
     }
     return {
-        "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": settings.gateway_admin_port}}},
+        "admin": {
+            "address": {"socket_address": {"address": "127.0.0.1", "port_value": settings.gateway_admin_port}},
+            "ignore_global_conn_limit": True,
+        },
+        "overload_manager": edge_policy.overload_manager(edge),
         "static_resources": {
             "listeners": [listener],
             "clusters": [_cluster(s, settings, full_names[s]) for s in SERVICE_NAMES],
@@ -247,9 +259,10 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
     }
 
 
-def write(path: pathlib.Path, settings: MeshSettings, auth: AuthSettings | None = None) -> pathlib.Path:
+def write(path: pathlib.Path, settings: MeshSettings, auth: AuthSettings | None = None,
+          edge: EdgeSettings | None = None) -> pathlib.Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(render(settings, auth=auth), sort_keys=False))
+    path.write_text(yaml.safe_dump(render(settings, auth=auth, edge=edge), sort_keys=False))
     return path
 
 
@@ -257,7 +270,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Render Envoy's config for the DocuThinker mesh.")
     parser.add_argument("--out", type=pathlib.Path, default=GATEWAY_DIR / "envoy.yaml")
     args = parser.parse_args()
-    print(write(args.out, MeshSettings(), AuthSettings()))
+    print(write(args.out, MeshSettings(), AuthSettings(), EdgeSettings()))
 
 
 if __name__ == "__main__":

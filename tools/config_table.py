@@ -31,7 +31,9 @@ MODULES = [
     "services.nlp.settings",
     "services.graph.settings",
     "services.orchestrator.settings",
+    "services.launcher.settings",
     "gateway.auth",
+    "gateway.edge_policy",
 ]
 
 

@@ -8,7 +8,13 @@ one read-write process per database, so the graph service owns these files. With
   write transaction start while the first still runs: LadybugDB refuses that, and a connection
   whose BEGIN failed that way was seen to crash the process);
 - reads open a fresh connection each (cheap, ~0.1 ms) and see the last committed state;
-- user queries run in ``BEGIN TRANSACTION READ ONLY`` with the engine's query timeout, then roll back.
+- user queries run in ``BEGIN TRANSACTION READ ONLY`` with the engine's query timeout, then roll back;
+  at most ``query_concurrency`` at once, each on ``query_threads`` engine threads, and interrupted
+  from the event loop if the engine has not stopped one by its deadline (the caller gets
+  DEADLINE_EXCEEDED on time either way; the slot is freed only once the engine has let go);
+- a query that fills the buffer pool (the engine's bound on query memory) fails alone, as
+  INVALID_ARGUMENT ``QUERY_TOO_LARGE``; ``range()``, which the pool does not bound, is limited
+  before the query runs (``query_cost``).
 Blocking engine calls run on a small thread pool, never on the event loop.
 """
 
@@ -40,6 +46,9 @@ from services.graph.tenancy import database_name
 from services.graph.values import node_json, path_json, relationship_json, to_json
 from services.graph.write_plans import Rows, delete_plan, run_sync, upsert_plan
 from services.runtime.errors import DeadlineExceeded, FieldViolation, Internal, InvalidArgument
+
+# How long past its deadline a user query may take to stop before the caller is answered anyway.
+_INTERRUPT_GRACE_S = 0.25
 
 T = TypeVar("T")
 
@@ -135,6 +144,8 @@ class LadybugGraphStore:
         self._open: collections.OrderedDict[str, _TenantDatabase] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ladybug")
+        # Fewer slots than executor threads, so running user queries never hold up upserts and reads.
+        self._query_slots = asyncio.Semaphore(min(settings.query_concurrency, 6))
 
     # -- tenant databases ------------------------------------------------------------
     def _acquire(self, tenant: str) -> _TenantDatabase:
@@ -208,7 +219,34 @@ class LadybugGraphStore:
     async def query(
         self, tenant: str, cypher: str, params: Mapping[str, Any], limit: int, timeout_s: float
     ) -> QueryResult:
-        return await self._run(tenant, lambda tdb: _user_query(tdb, cypher, dict(params), limit, timeout_s))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        try:
+            await asyncio.wait_for(self._query_slots.acquire(), timeout_s)
+        except TimeoutError:
+            raise DeadlineExceeded(
+                "the graph was busy with other queries until the deadline", reason="QUERY_TIMEOUT"
+            ) from None
+        remaining = max(deadline - loop.time(), 0.001)
+        handle = _Interruptible()
+        threads = self._settings.query_threads
+        task = asyncio.ensure_future(
+            self._run(tenant, lambda tdb: _user_query(tdb, cypher, dict(params), limit, remaining, handle, threads))
+        )
+        task.add_done_callback(self._free_slot)
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), remaining + _INTERRUPT_GRACE_S)
+        except TimeoutError:
+            handle.interrupt()
+            raise DeadlineExceeded("query exceeded its time limit", reason="QUERY_TIMEOUT") from None
+        except asyncio.CancelledError:
+            handle.interrupt()
+            raise
+
+    def _free_slot(self, task: asyncio.Future[Any]) -> None:
+        if not task.cancelled():
+            task.exception()  # retrieved here, so an abandoned query's error is not reported as unhandled
+        self._query_slots.release()
 
     async def close(self) -> None:
         await asyncio.get_running_loop().run_in_executor(self._executor, self._close_all)
@@ -220,9 +258,35 @@ class LadybugGraphStore:
                 self._open.popitem()[1].close()
 
 
-def _user_query(tdb: _TenantDatabase, cypher: str, params: dict[str, Any], limit: int, timeout_s: float) -> QueryResult:
+class _Interruptible:
+    """The connection a user query runs on, so the event loop can interrupt it at its deadline."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conn: ladybug.Connection | None = None
+        self.interrupted = False
+
+    def attach(self, conn: ladybug.Connection | None) -> None:
+        with self._lock:
+            self._conn = conn
+            if conn is not None and self.interrupted:
+                raise DeadlineExceeded("query exceeded its time limit", reason="QUERY_TIMEOUT")
+
+    def interrupt(self) -> None:
+        with self._lock:
+            self.interrupted = True
+            if self._conn is not None:
+                self._conn.interrupt()
+
+
+def _user_query(
+    tdb: _TenantDatabase, cypher: str, params: dict[str, Any], limit: int, timeout_s: float,
+    handle: _Interruptible, threads: int,
+) -> QueryResult:
     conn = ladybug.Connection(tdb.db)
     try:
+        handle.attach(conn)
+        conn.set_max_threads_for_exec(threads)
         conn.set_query_timeout(max(1, int(timeout_s * 1000)))
         conn.execute("BEGIN TRANSACTION READ ONLY")
         try:
@@ -242,6 +306,7 @@ def _user_query(tdb: _TenantDatabase, cypher: str, params: dict[str, Any], limit
             violations=[FieldViolation("params", "lists must hold one type; maps in a list the same keys")],
         ) from exc
     finally:
+        handle.attach(None)
         conn.close()
     return QueryResult(columns, tuple(rows[:limit]), truncated=len(rows) > limit)
 
@@ -250,6 +315,11 @@ def _query_error(exc: RuntimeError) -> Exception:
     message = str(exc)
     if message.strip().rstrip(".") == "Interrupted":
         return DeadlineExceeded("query exceeded its time limit", reason="QUERY_TIMEOUT")
+    if "Buffer manager exception" in message:
+        return InvalidArgument(
+            "query refused: it needs more memory than one query may use", reason="QUERY_TOO_LARGE",
+            violations=[FieldViolation("cypher", "add LIMIT, aggregate earlier or narrow the MATCH")],
+        )
     if "read-only transaction" in message:
         return InvalidArgument(
             "query refused: it writes", reason="CYPHER_NOT_READ_ONLY",

@@ -24,6 +24,12 @@ class GraphSettings(BaseSettings):
     """Most rows QueryGraph ever returns; larger requested limits are capped."""
     query_max_chars: int = Field(default=20_000, ge=100)
     """Longest Cypher text QueryGraph accepts."""
+    query_max_range_items: int = Field(default=1_000_000, ge=1)
+    """Most items the ``range()`` calls of one query may generate (nested ranges multiply); more is INVALID_ARGUMENT."""
+    query_concurrency: int = Field(default=2, ge=1)
+    """User queries run at once per graph process; others wait (within their deadline) for a free slot."""
+    query_threads: int = Field(default=1, ge=1)
+    """Engine threads one user query may use (LadybugDB), so a heavy query leaves cores for the rest."""
     upsert_batch_facts: int = Field(default=2_000, ge=1)
     """Upsert streams are written in transactions of about this many facts (whole documents)."""
     max_facts_per_document: int = Field(default=10_000, ge=1)

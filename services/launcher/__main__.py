@@ -8,7 +8,10 @@ import sys
 import threading
 
 from services.launcher import demo
+from services.launcher.memory_ceiling import MemoryCeiling
 from services.launcher.mesh import Mesh
+from services.launcher.settings import LauncherSettings
+from services.launcher.supervisor import Supervisor
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
 
@@ -17,7 +20,9 @@ def main() -> int:
     parser.add_argument("--no-demo", action="store_true", help="skip the sample upload and question")
     args = parser.parse_args()
     settings = MeshSettings()
-    mesh = Mesh(data_dir=settings.data_dir, log_dir=settings.log_dir)
+    launcher = LauncherSettings()
+    ceiling = MemoryCeiling(launcher.memory_max_mb)
+    mesh = Mesh(data_dir=settings.data_dir, log_dir=settings.log_dir, memory_ceiling=ceiling)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -43,12 +48,27 @@ def main() -> int:
             demo.run(mesh.base_url, out=lambda line: print(line, flush=True), token=demo.token_for(mesh.auth))
         except Exception as exc:  # noqa: BLE001 - the mesh stays up; the demo is a courtesy
             print(f"demo failed: {exc}", file=sys.stderr, flush=True)
+    if ceiling.available:
+        print(f"memory ceiling:              {ceiling.limit_mb} MB per service (cgroup)")
+    else:
+        print(f"memory ceiling:              off ({ceiling.reason})")
+    supervisor = None
+    if launcher.supervise:
+        supervisor = Supervisor(mesh, launcher, ceiling, report=lambda line: print(line, file=sys.stderr, flush=True))
+        supervisor.watch(list(mesh.pids()))
+        print(f"supervised: a child that dies is restarted (budget {launcher.restart_budget} restarts"
+              f" per {launcher.restart_window_s:.0f} s)")
     print("press Ctrl-C to stop", flush=True)
-    while not stop.wait(0.5):
+    while not stop.wait(0.25):
+        if supervisor is not None:
+            supervisor.poll_once()
+            continue
         dead = mesh.exited()
         if dead:
             print(f"process exited unexpectedly: {', '.join(dead)}; stopping", file=sys.stderr)
             break
+    if supervisor is not None:
+        supervisor.stop()
     codes = mesh.stop()
     print(f"stopped: {codes}", flush=True)
     return 0

@@ -25,6 +25,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway import envoy_config
 from gateway.auth import AuthSettings
+from gateway.edge_policy import EdgeSettings
+from services.launcher.memory_ceiling import MemoryCeiling
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -88,7 +90,11 @@ class Mesh:
     env: dict[str, str] = field(init=False, default_factory=dict)
     settings: MeshSettings = field(init=False)
     auth: AuthSettings = field(init=False)
+    edge: EdgeSettings = field(init=False)
+    memory_ceiling: MemoryCeiling | None = None
+    """Each service child runs in its own memory cgroup (``make run``); None: no ceiling (tests)."""
     _procs: dict[str, subprocess.Popen] = field(init=False, default_factory=dict)
+    _argv: dict[str, list[str]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.data_dir = pathlib.Path(self.data_dir).resolve()
@@ -111,6 +117,7 @@ class Mesh:
             os.environ.update({k: v for k, v in env.items() if k.startswith("DOCUTHINKER_")})
             self.settings = MeshSettings()
             self.auth = AuthSettings()
+            self.edge = EdgeSettings()
         finally:
             os.environ.clear()
             os.environ.update(saved)
@@ -131,13 +138,30 @@ class Mesh:
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
+        cgroup = self.memory_ceiling.prepare(name) if self.memory_ceiling is not None and name != "gateway" else None
+
+        def before_exec() -> None:
+            _die_with_parent()
+            if cgroup is not None:
+                MemoryCeiling.join(cgroup)
+
         proc = subprocess.Popen(
             argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,
+            preexec_fn=before_exec,
         )
         log.close()
         self._procs[name] = proc
+        self._argv[name] = argv
         return proc
+
+    def respawn(self, name: str) -> int:
+        """Starts ``name`` again with the command it last ran (the supervisor's restart); returns its pid."""
+        return self._spawn(name, self._argv[name]).pid
+
+    def reap(self, name: str) -> int | None:
+        """Forgets a child that has exited; its exit status (negative: the signal that killed it)."""
+        proc = self._procs.pop(name, None)
+        return None if proc is None else proc.wait()
 
     def start_service(self, name: str, wait: bool = True) -> None:
         self._spawn(name, [sys.executable, "-m", f"services.{name}"])
@@ -148,7 +172,7 @@ class Mesh:
                 self._wait(lambda: self._routed(name), name)
 
     def start_gateway(self) -> None:
-        config = envoy_config.write(self.log_dir / "envoy.yaml", self.settings, self.auth)
+        config = envoy_config.write(self.log_dir / "envoy.yaml", self.settings, self.auth, self.edge)
         self._spawn(
             "gateway",
             [envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn",
@@ -209,6 +233,10 @@ class Mesh:
         for name in ["gateway", *reversed(SERVICE_NAMES)]:
             if name in self._procs:
                 codes[name] = self.stop_service(name)
+        for name in list(self._procs):  # anything else it started
+            codes[name] = self.stop_service(name)
+        if self.memory_ceiling is not None:
+            self.memory_ceiling.remove()
         return codes
 
     def exited(self) -> list[str]:

@@ -299,7 +299,8 @@ class Operations:
         overall = "SERVING" if all(s.status == "SERVING" for s in services) else "DEGRADED"
         return Outcome(
             {"status": overall, "services": [{"name": s.name, "status": s.status, "latency_ms": s.latency_ms,
-                                              "detail": s.detail} for s in services]},
+                                              "detail": s.detail, "restarts": s.restarts, "last_exit": s.last_exit}
+                                             for s in services]},
             "orchestrator",
         )
 

@@ -1,4 +1,9 @@
-"""Aggregated health of the mesh: the orchestrator's view of every downstream service."""
+"""Aggregated health of the mesh: the orchestrator's view of every downstream service.
+
+Under ``make run`` the launcher's supervisor restarts services that die; its view (state,
+restarts, last exit) is read from its state file in the data directory and shown beside each
+service's own gRPC health, so ``/v1/health`` says a service is down *and* being restarted.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from dataclasses import dataclass
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from services.launcher.supervisor import read_state
 from services.runtime.config import MeshSettings
 
 DOWNSTREAM = ("rag", "nlp", "graph")
@@ -21,6 +27,9 @@ class ServiceHealth:
     address: str
     latency_ms: float
     detail: str = ""
+    supervisor_state: str = ""
+    restarts: int = 0
+    last_exit: str = ""
 
 
 class HealthProbe:
@@ -42,7 +51,16 @@ class HealthProbe:
         except grpc.aio.AioRpcError as exc:
             status = "UNREACHABLE"
             detail = f"{exc.code().name}: {exc.details()}"
-        return ServiceHealth(name, status, address, (time.perf_counter() - started) * 1000, detail)
+        supervised = read_state(self._settings.data_dir).get(name, {})
+        return ServiceHealth(
+            name, status, address, (time.perf_counter() - started) * 1000, detail,
+            supervisor_state=str(supervised.get("state", "")), restarts=int(supervised.get("restarts", 0)),
+            last_exit=str(supervised.get("last_exit", "")),
+        )
 
     async def check_all(self) -> list[ServiceHealth]:
         return list(await asyncio.gather(*(self._check(name) for name in DOWNSTREAM)))
+
+    def supervisor_view(self, name: str) -> dict:
+        """The supervisor's entry for ``name`` (e.g. the orchestrator itself, or Envoy as ``gateway``)."""
+        return read_state(self._settings.data_dir).get(name, {})

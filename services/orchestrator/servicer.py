@@ -295,6 +295,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
     # -- health ------------------------------------------------------------------------------
     async def GetHealth(self, request: pb.GetHealthRequest, context) -> pb.GetHealthResponse:
         services = await self._c.health.check_all()
+        own = self._c.health.supervisor_view("orchestrator")
         now = timestamp_pb2.Timestamp()
         now.GetCurrentTime()
         overall = "SERVING" if all(s.status == "SERVING" for s in services) else "DEGRADED"
@@ -302,10 +303,15 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
             status=overall,
             time=now,
             services=[
-                pb.ServiceHealth(name="orchestrator", status="SERVING", address="self", latency_ms=0.0),
+                pb.ServiceHealth(
+                    name="orchestrator", status="SERVING", address="self", latency_ms=0.0,
+                    supervisor_state=str(own.get("state", "")), restarts=int(own.get("restarts", 0)),
+                    last_exit=str(own.get("last_exit", "")),
+                ),
                 *(
                     pb.ServiceHealth(
-                        name=s.name, status=s.status, address=s.address, latency_ms=s.latency_ms, detail=s.detail
+                        name=s.name, status=s.status, address=s.address, latency_ms=s.latency_ms, detail=s.detail,
+                        supervisor_state=s.supervisor_state, restarts=s.restarts, last_exit=s.last_exit,
                     )
                     for s in services
                 ),

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
 from docuthinker.nlp.v1 import nlp_service_pb2_grpc as nlp_grpc
@@ -118,13 +119,27 @@ def graph_entities(entities: Sequence[Entity], limit: int) -> tuple[Entity, ...]
     return tuple(kept[:limit])
 
 
+class PeerHealth(Protocol):
+    async def serving(self) -> bool:
+        """True when every service the feed calls reports SERVING."""
+        ...
+
+
 class GraphFeed:
     """Extracts a document's facts and writes them to (or removes them from) the graph."""
 
-    def __init__(self, extractor: FactExtractor, writer: GraphWriter, settings: GraphSyncSettings) -> None:
+    def __init__(
+        self, extractor: FactExtractor, writer: GraphWriter, settings: GraphSyncSettings,
+        peers: PeerHealth | None = None,
+    ) -> None:
         self._extractor = extractor
         self._writer = writer
         self._settings = settings
+        self._peers = peers
+
+    async def peers_serving(self) -> bool:
+        """Whether NLP and the graph serve again (False when no health port is wired)."""
+        return self._peers is not None and await self._peers.serving()
 
     async def extract(self, tenant: str, sections: Sequence[Section]) -> DocumentFacts:
         text = document_text(sections, self._settings.max_text_chars)
@@ -152,7 +167,7 @@ class GraphFeed:
             await self._writer.delete_document(document_id)
 
     async def close(self) -> None:
-        for port in (self._extractor, self._writer):
+        for port in (self._extractor, self._writer, self._peers):
             closer = getattr(port, "close", None)
             if closer is not None:
                 await closer()
@@ -218,6 +233,35 @@ class MeshGraphWriter:
             self._channel, self._client = None, None
 
 
+class MeshPeerHealth:
+    """The standard gRPC health service of the NLP and graph services, on channels opened on first use."""
+
+    SERVICES = ("nlp", "graph")
+
+    def __init__(self, mesh: MeshSettings, timeout_s: float = 1.0) -> None:
+        self._mesh = mesh
+        self._timeout_s = timeout_s
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    async def serving(self) -> bool:
+        for name in self.SERVICES:
+            if name not in self._channels:
+                self._channels[name] = service_channel(name, self._mesh)
+            stub = health_pb2_grpc.HealthStub(self._channels[name])
+            try:
+                reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=self._timeout_s)
+            except grpc.aio.AioRpcError:
+                return False
+            if reply.status != health_pb2.HealthCheckResponse.SERVING:
+                return False
+        return True
+
+    async def close(self) -> None:
+        channels, self._channels = self._channels, {}
+        for channel in channels.values():
+            await channel.close()
+
+
 def _nlp_error(exc: grpc.aio.AioRpcError):
     message = f"nlp: {exc.details() or exc.code().name}"
     if exc.code() == grpc.StatusCode.UNAVAILABLE:
@@ -228,4 +272,4 @@ def _nlp_error(exc: grpc.aio.AioRpcError):
 
 
 def mesh_feed(mesh: MeshSettings, settings: GraphSyncSettings) -> GraphFeed:
-    return GraphFeed(NlpFactExtractor(mesh), MeshGraphWriter(mesh), settings)
+    return GraphFeed(NlpFactExtractor(mesh), MeshGraphWriter(mesh), settings, MeshPeerHealth(mesh))

@@ -161,6 +161,17 @@ class GraphOutbox:
         return self._update(entry, "attempts=attempts+1, last_error=?, next_attempt_time=?",
                             (error[:MAX_ERROR_CHARS], time.time() + delay_s))
 
+    def retry_now(self) -> int:
+        """Every entry waiting on a failure's backoff falls due now (its peers serve again)."""
+        now = time.time()
+
+        def work(db: sqlite3.Connection) -> int:
+            return db.execute(
+                "UPDATE graph_outbox SET next_attempt_time=? WHERE attempts > 0 AND next_attempt_time > ?", (now, now)
+            ).rowcount
+
+        return self._write(work)
+
     def defer(self, entry: OutboxEntry, delay_s: float) -> bool:
         """Not a failure (the document is busy, e.g. being re-indexed): look again later."""
         return self._update(entry, "next_attempt_time=?", (time.time() + delay_s,))

@@ -36,6 +36,9 @@ class GraphSyncSettings(BaseSettings):
     """Delay before the first retry of a failed graph sync; doubled on each further failure."""
     backoff_max_s: float = Field(default=300.0, gt=0)
     """Longest delay between two retries of a failed graph sync (it is retried until it succeeds)."""
+    peer_watch_interval_s: float = Field(default=1.0, gt=0)
+    """During an NLP or graph outage, how often the worker checks their health; once both serve, waiting entries
+    are retried at once instead of at the end of their backoff."""
     call_timeout_s: float = Field(default=300.0, gt=0)
     """Deadline of each NLP or graph call made by the worker (NLP over a long document takes a while)."""
     max_text_chars: int = Field(default=2_000_000, gt=0)

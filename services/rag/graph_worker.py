@@ -13,6 +13,11 @@ holds back while ingestion is busy (until no document lock has been held for
 ``ingestion_quiet_s``): its NLP extraction would slow the embedding of the uploads users are
 waiting for. It holds back for at most ``yield_to_ingestion_max_s`` in a row, so a long bulk
 upload delays the graph but never starves it.
+
+Backoff grows to minutes during a long outage, so the worker does not wait it out: after a
+failure that says a peer is unreachable or too slow (UNAVAILABLE, DEADLINE_EXCEEDED) it checks
+the NLP and graph services' health every ``peer_watch_interval_s``, and once both serve again
+every entry waiting on backoff falls due at once.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from services.rag.graph_feed import DocumentFacts, GraphFeed
 from services.rag.graph_outbox import GraphOutbox, Operation, OutboxEntry
 from services.rag.graph_settings import GraphSyncSettings
 from services.rag.locks import KeyedLocks
-from services.runtime.errors import DomainError
+from services.runtime.errors import DeadlineExceeded, DomainError, Unavailable
 
 log = logging.getLogger("docuthinker.rag.graph")
 
@@ -81,6 +86,9 @@ class GraphSyncWorker:
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._reconciled_at = 0.0
+        self._watch_s = settings.peer_watch_interval_s
+        self._peer_outage = False
+        self._watched_at = 0.0
 
     def notify(self) -> None:
         """New work was queued: look at the outbox now rather than at the next poll."""
@@ -128,10 +136,20 @@ class GraphSyncWorker:
             await self._reconcile()
         due = await asyncio.to_thread(self._outbox.next_attempt_time)
         delay = self._poll_s if due is None else min(self._poll_s, max(0.0, due - time.time()))
+        watching = self._peer_outage and due is not None and due - time.time() > self._watch_s
+        if watching:
+            delay = min(delay, max(0.0, self._watched_at + self._watch_s - time.monotonic()))
         try:
             await asyncio.wait_for(self._wake.wait(), timeout=delay)
         except TimeoutError:
             pass
+        if watching and time.monotonic() - self._watched_at >= self._watch_s:
+            self._watched_at = time.monotonic()
+            if not await self._feed.peers_serving():
+                return
+            self._peer_outage = False
+            resumed = await asyncio.to_thread(self._outbox.retry_now)
+            log.info("graph sync peers serve again; retrying now", extra={"fields": {"entries": resumed}})
 
     async def run_once(self) -> bool:
         """Processes the earliest due entry; False when none is due."""
@@ -143,10 +161,12 @@ class GraphSyncWorker:
                 await self._delete(entry)
             else:
                 await self._upsert(entry)
+            self._peer_outage = False
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - recorded on the entry, retried later
             delay = self._retry.delay_s(entry.attempts + 1)
+            self._peer_outage = isinstance(exc, Unavailable | DeadlineExceeded)
             await asyncio.to_thread(self._outbox.retry_later, entry, _describe(exc), delay)
             log.warning("graph sync failed; will retry", exc_info=not isinstance(exc, DomainError), extra={"fields": {
                 "document_id": entry.document_id, "tenant": entry.tenant, "operation": entry.operation.value,

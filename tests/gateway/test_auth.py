@@ -12,6 +12,7 @@ import pytest
 
 from gateway import envoy_config
 from gateway.auth import AuthSettings, keygen, main, mint
+from gateway.edge_policy import EdgeSettings
 from services.launcher.mesh import envoy_binary
 from services.runtime.config import MeshSettings
 
@@ -61,10 +62,15 @@ def _filters(rendered: dict) -> list[str]:
 
 def test_auth_filters_come_before_the_transcoder_only_when_enabled(keys):
     _, _, auth = keys
-    assert _filters(envoy_config.render(MeshSettings())) == ["grpc_json_transcoder", "router"]
-    assert _filters(envoy_config.render(MeshSettings(), auth=AuthSettings())) == ["grpc_json_transcoder", "router"]
-    assert _filters(envoy_config.render(MeshSettings(), auth=auth)) == [
+    no_limits = EdgeSettings(client_rps=0, tenant_rps=0)
+    assert _filters(envoy_config.render(MeshSettings(), edge=no_limits)) == ["grpc_json_transcoder", "router"]
+    assert _filters(envoy_config.render(MeshSettings(), auth=AuthSettings(), edge=no_limits)) == [
+        "grpc_json_transcoder", "router"]
+    assert _filters(envoy_config.render(MeshSettings(), auth=auth, edge=no_limits)) == [
         "header_mutation", "jwt_authn", "rbac", "grpc_json_transcoder", "router"]
+    # The rate limiter (on by default) runs after auth, so the tenant it counts is the token's.
+    assert _filters(envoy_config.render(MeshSettings(), auth=auth)) == [
+        "header_mutation", "jwt_authn", "rbac", "local_ratelimit", "grpc_json_transcoder", "router"]
 
 
 def test_envoy_accepts_the_auth_config(keys, tmp_path):

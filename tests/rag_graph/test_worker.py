@@ -206,3 +206,64 @@ async def test_the_worker_holds_back_while_documents_are_ingested_but_never_for_
     finally:
         await harness.worker.stop()
     assert stores.outbox.get("acme", "doc") is None and stores.outbox.get("acme", "later") is None
+
+
+class FlippablePeers:
+    """The feed's health port: down until the test says the peers serve again."""
+
+    def __init__(self) -> None:
+        self.up = False
+        self.checks = 0
+
+    async def serving(self) -> bool:
+        self.checks += 1
+        return self.up
+
+
+async def test_worker_resumes_within_a_watch_interval_when_peers_come_back_not_at_the_end_of_backoff(stores) -> None:
+    harness = Harness(stores, backoff_initial_s=60.0, backoff_max_s=120.0, poll_interval_s=0.05,
+                      peer_watch_interval_s=0.05)
+    peers = FlippablePeers()
+    harness.worker = GraphSyncWorker(stores.outbox, stores.metadata,
+                                     GraphFeed(harness.extractor, harness.writer, harness.settings, peers),
+                                     harness.locks, harness.settings)
+    stores.add_ready("acme", "doc", TEXT)
+    stores.outbox.enqueue_upsert("acme", "doc")
+    harness.writer.failure = GRAPH_DOWN
+    await harness.worker.start()
+    try:
+        for _ in range(100):  # the first attempt fails and backs off for a minute
+            entry = stores.outbox.get("acme", "doc")
+            if entry is not None and entry.attempts == 1:
+                break
+            await asyncio.sleep(0.02)
+        assert entry.next_attempt_time > time.time() + 30
+        await asyncio.sleep(0.3)
+        assert peers.checks >= 2, "the worker watches its peers' health during the outage"
+        assert stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.PENDING
+
+        harness.writer.failure = None
+        peers.up = True
+        for _ in range(200):
+            if stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.SYNCED:
+                break
+            await asyncio.sleep(0.02)
+        assert stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.SYNCED
+        assert stores.outbox.entries() == []
+    finally:
+        await harness.worker.stop()
+
+
+async def test_worker_without_a_health_port_keeps_its_backoff(stores) -> None:
+    harness = Harness(stores, backoff_initial_s=60.0, backoff_max_s=120.0, peer_watch_interval_s=0.05)
+    stores.add_ready("acme", "doc", TEXT)
+    stores.outbox.enqueue_upsert("acme", "doc")
+    harness.writer.failure = GRAPH_DOWN
+    assert await harness.worker.run_once() is True
+    harness.writer.failure = None
+    await harness.worker.start()
+    try:
+        await asyncio.sleep(0.3)
+        assert stores.outbox.get("acme", "doc").attempts == 1  # still waiting: nothing said the peers are back
+    finally:
+        await harness.worker.stop()

@@ -516,18 +516,24 @@ class GetHealthRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ServiceHealth(_message.Message):
-    __slots__ = ("name", "status", "address", "latency_ms", "detail")
+    __slots__ = ("name", "status", "address", "latency_ms", "detail", "supervisor_state", "restarts", "last_exit")
     NAME_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    SUPERVISOR_STATE_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    LAST_EXIT_FIELD_NUMBER: _ClassVar[int]
     name: str
     status: str
     address: str
     latency_ms: float
     detail: str
-    def __init__(self, name: _Optional[str] = ..., status: _Optional[str] = ..., address: _Optional[str] = ..., latency_ms: _Optional[float] = ..., detail: _Optional[str] = ...) -> None: ...
+    supervisor_state: str
+    restarts: int
+    last_exit: str
+    def __init__(self, name: _Optional[str] = ..., status: _Optional[str] = ..., address: _Optional[str] = ..., latency_ms: _Optional[float] = ..., detail: _Optional[str] = ..., supervisor_state: _Optional[str] = ..., restarts: _Optional[int] = ..., last_exit: _Optional[str] = ...) -> None: ...
 
 class GetHealthResponse(_message.Message):
     __slots__ = ("status", "services", "time")

@@ -1,0 +1,110 @@
+"""A memory ceiling per child process, as a cgroup under the launcher's own.
+
+``RLIMIT_AS`` and ``RLIMIT_DATA`` cannot be used: LadybugDB reserves tens of GB of address space
+per database up front (measured: the database refuses to open under a 1.5 GB ``RLIMIT_DATA``),
+and torch maps large arenas. A memory cgroup counts what is really resident, and when a child
+passes its limit the kernel kills that child alone (SIGKILL, counted in ``oom_kill``), not the
+host or its neighbours. Both cgroup v2 (``memory.max``) and v1 (``memory.limit_in_bytes``) are
+handled. Where no writable cgroup exists (an unprivileged user, a read-only hierarchy) the
+ceiling is off and ``available`` says why; in Kubernetes the container's memory limit does this.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+
+CGROUP_ROOT = pathlib.Path("/sys/fs/cgroup")
+
+
+def _own_cgroup() -> tuple[pathlib.Path, str] | None:
+    """The directory of this process's memory cgroup and the limit file's name there."""
+    try:
+        lines = pathlib.Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        hierarchy, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return CGROUP_ROOT / "memory" / path.lstrip("/"), "memory.limit_in_bytes"
+    for line in lines:
+        if line.startswith("0::"):
+            base = CGROUP_ROOT / line[3:].lstrip("/")
+            if (CGROUP_ROOT / "cgroup.controllers").exists() and "memory" in _read(base / "cgroup.controllers"):
+                return base, "memory.max"
+            unified = CGROUP_ROOT / "unified" / line[3:].lstrip("/")
+            if "memory" in _read(unified / "cgroup.controllers"):
+                return unified, "memory.max"
+    return None
+
+
+def _read(path: pathlib.Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+class MemoryCeiling:
+    """One cgroup per child name, ``limit_mb`` each; ``join`` runs in the child before exec."""
+
+    def __init__(self, limit_mb: int, prefix: str = "docuthinker") -> None:
+        self.limit_mb = limit_mb
+        self.reason = ""
+        self._dirs: dict[str, pathlib.Path] = {}
+        self._prefix = f"{prefix}-{os.getpid()}"
+        found = _own_cgroup() if limit_mb > 0 else None
+        if limit_mb <= 0:
+            self.reason = "no ceiling configured"
+        elif found is None:
+            self.reason = "no memory cgroup found for this process"
+        else:
+            self._base, self._limit_file = found
+            if not os.access(self._base, os.W_OK):
+                self.reason = f"{self._base} is not writable"
+
+    @property
+    def available(self) -> bool:
+        return not self.reason
+
+    def prepare(self, name: str) -> pathlib.Path | None:
+        """Creates (or reuses) the child's cgroup with its limit; None when the ceiling is off."""
+        if not self.available:
+            return None
+        if name in self._dirs:
+            return self._dirs[name]
+        directory = self._base / f"{self._prefix}-{re.sub(r'[^a-z0-9_-]', '_', name.lower())}"
+        try:
+            directory.mkdir(exist_ok=True)
+            (directory / self._limit_file).write_text(str(self.limit_mb * 1024 * 1024))
+        except OSError as exc:
+            self.reason = f"cannot create a cgroup under {self._base}: {exc}"
+            return None
+        self._dirs[name] = directory
+        return directory
+
+    @staticmethod
+    def join(directory: pathlib.Path) -> None:
+        """Moves the calling process into ``directory`` (call it in the child, between fork and exec)."""
+        (directory / "cgroup.procs").write_text(str(os.getpid()))
+
+    def oom_kills(self, name: str) -> int:
+        """How many times the kernel killed this child for passing its ceiling."""
+        directory = self._dirs.get(name)
+        if directory is None:
+            return 0
+        for file in ("memory.oom_control", "memory.events"):
+            match = re.search(r"^oom_kill (\d+)", _read(directory / file), re.MULTILINE)
+            if match:
+                return int(match.group(1))
+        return 0
+
+    def remove(self) -> None:
+        """Removes the (empty) cgroups once every child has exited."""
+        for directory in self._dirs.values():
+            try:
+                directory.rmdir()
+            except OSError:
+                pass
+        self._dirs.clear()
