@@ -20,6 +20,7 @@ from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
 from gateway import auth as edge_auth
+from gateway import http_apps
 from gateway.auth import AuthSettings
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
@@ -148,7 +149,7 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
     """Envoy's bootstrap; with ``auth`` enabled, bearer tokens are verified ahead of the transcoder."""
     methods = load_methods(descriptor_set)
     full_names = {short: ms[0].service for short, ms in methods.items()}
-    routes = [r for service in SERVICE_NAMES for r in _routes(service, methods[service])]
+    routes = [*http_apps.routes(), *(r for service in SERVICE_NAMES for r in _routes(service, methods[service]))]
     transcoder = {
         "name": "envoy.filters.http.grpc_json_transcoder",
         "typed_config": {
@@ -219,7 +220,7 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
         "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": settings.gateway_admin_port}}},
         "static_resources": {
             "listeners": [listener],
-            "clusters": [_cluster(s, settings, full_names[s]) for s in SERVICE_NAMES],
+            "clusters": [*(_cluster(s, settings, full_names[s]) for s in SERVICE_NAMES), *http_apps.clusters(settings)],
         },
     }
 
