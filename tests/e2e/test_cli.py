@@ -157,6 +157,15 @@ def test_delete_removes_a_document(cli, uploaded):
     assert canteen not in {d["document_id"] for d in as_json(cli("docs", "--json"))}
 
 
+def test_document_ids_complete_in_the_shell(mesh, docuthinker, uploaded):
+    memo = uploaded["harbor-memo.txt"]["document"]["document_id"]
+    words = f"docuthinker --gateway {mesh.base_url} --tenant {TENANT} summary "
+    env = {**os.environ, "_DOCUTHINKER_COMPLETE": "complete_bash", "COMP_WORDS": words,
+           "COMP_CWORD": str(len(words.split()))}
+    done = subprocess.run([str(docuthinker)], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0 and memo in done.stdout.split(), done.stdout + done.stderr
+
+
 def test_shell_completion_script(docuthinker):
     done = subprocess.run([str(docuthinker), "--show-completion", "bash"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "_DOCUTHINKER_COMPLETE" in done.stdout
