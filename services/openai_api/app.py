@@ -107,6 +107,9 @@ async def _stream(request: web.Request, chat: wire.ChatRequest, engine: AnswerEn
             event = await anext(events)
     except errors.ApiError as exc:
         await send(exc.body())  # OpenAI's SDKs raise APIError on a chunk carrying "error"
+    except ConnectionResetError:  # the client went away: stop the engine's stream, nothing left to answer
+        log.info("chat completion stream closed by the client")
+        return response
     finally:
         await events.aclose()
     await response.write(b"data: [DONE]\n\n")
