@@ -54,7 +54,8 @@ def _complete_document_ids(ctx: typer.Context, incomplete: str) -> list[tuple[st
     return [(d["document_id"], d.get("filename", "")) for d in docs if d["document_id"].startswith(incomplete)]
 
 
-Doc = Annotated[str, typer.Argument(help="Document id (see `docuthinker docs`).", autocompletion=_complete_document_ids)]
+Doc = Annotated[str, typer.Argument(help="Document id (see `docuthinker docs`).",
+                                    autocompletion=_complete_document_ids)]
 Docs = Annotated[list[str] | None, typer.Option("--doc", "-d", help="Only this document (repeatable).",
                                                 autocompletion=_complete_document_ids)]
 
@@ -150,8 +151,8 @@ def ask(
     ctx: typer.Context,
     question: Annotated[str, typer.Argument(help="Your question.")],
     doc: Docs = None,
-    agent: Annotated[bool, typer.Option("--agent", help="Use the planner → retriever → reasoner → validator agent.")]
-    = False,
+    agent: Annotated[bool, typer.Option(
+        "--agent", help="Use the planner → retriever → reasoner → validator agent.")] = False,
     as_json: Json = False,
 ) -> None:
     """Ask a question; the answer streams in, then its numbered citations (file, page, excerpt)."""

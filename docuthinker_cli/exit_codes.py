@@ -21,7 +21,8 @@ MEANING = {
     ExitCode.USAGE: "the command line is wrong: unknown command or option, missing or bad argument (click's own code)",
     ExitCode.NOT_FOUND: "a named document does not exist for this tenant (HTTP 404), or a file to upload is missing",
     ExitCode.AUTH: "a valid bearer token is needed (HTTP 401) or the token does not allow this (HTTP 403)",
-    ExitCode.UNAVAILABLE: "the gateway cannot be reached, or a service behind it is down or timed out (HTTP 502/503/504)",
+    ExitCode.UNAVAILABLE: ("the gateway cannot be reached, or a service behind it is down or timed out"
+                           " (HTTP 502/503/504)"),
     ExitCode.RATE_LIMITED: "too many requests, or a token or money budget is spent (HTTP 429)",
 }
 

@@ -158,7 +158,7 @@ def health(body: dict[str, Any]) -> None:
 def costs(body: dict[str, Any]) -> None:
     table = Table("provider", "requests", "cost (USD)")
     for name, bucket in sorted((body.get("by_provider") or {}).items()):
-        table.add_row(name, str(bucket.get("requests", 0)), f"{float(bucket.get('cost', bucket.get('cost_usd', 0))):.4f}")
+        table.add_row(name, str(bucket.get("requests", 0)), f"{float(bucket.get('cost', 0)):.4f}")
     out.print(table)
     out.print(f"total: ${float(body.get('total_cost', 0)):.4f} over {body.get('total_requests', 0)} request(s); "
               f"today ${float(body.get('daily_spent', 0)):.4f} of ${float(body.get('daily_budget', 0)):.2f}, "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import httpx
 import pytest
 
@@ -45,11 +47,17 @@ def test_upload_progress_positions_follow_the_stages():
 
 def test_where_a_citation_points():
     assert where({"filename": "a.pdf", "page": 3}) == "a.pdf, p. 3"
-    assert where({"filename": "s.xlsx", "sheet_name": "Q1", "row_start": 4, "row_end": 6}) == "s.xlsx, sheet Q1, rows 4-6"
+    sheet = {"filename": "s.xlsx", "sheet_name": "Q1", "row_start": 4, "row_end": 6}
+    assert where(sheet) == "s.xlsx, sheet Q1, rows 4-6"
     assert where({"filename": "n.md", "heading_path": ["Intro", "Scope"]}) == "n.md, Intro › Scope"
 
 
 def test_content_types_and_the_exit_code_table():
-    assert content_type_of(__import__("pathlib").Path("x.md")) == "text/markdown"
-    assert content_type_of(__import__("pathlib").Path("x.pdf")) == "application/pdf"
+    assert content_type_of(pathlib.Path("x.md")) == "text/markdown"
+    assert content_type_of(pathlib.Path("x.pdf")) == "application/pdf"
     assert "| 3 | `NOT_FOUND` |" in table()
+
+
+def test_the_readme_documents_these_exit_codes():
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert table() in readme, "README's CLI exit-code table differs from docuthinker_cli.exit_codes.table()"

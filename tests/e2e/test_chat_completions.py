@@ -94,3 +94,13 @@ def test_errors_come_in_openais_shape_with_their_status(client, mesh):
     assert bad_tenant.value.code == "invalid_tenant"
     raw = httpx.post(f"{mesh.base_url}/v1/chat/completions", content=b"{not json", timeout=30)
     assert raw.status_code == 400 and raw.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_the_agent_model_answers_through_the_agent_graph(client, document_id):
+    completion = client.chat.completions.create(model="docuthinker-agent",
+                                                messages=[{"role": "user", "content": QUESTION}])
+    message = completion.choices[0].message
+    assert "Dana Whitfield" in message.content and message.citations[0]["document_id"] == document_id
+    streamed = list(client.chat.completions.create(model="docuthinker-agent", stream=True,
+                                                   messages=[{"role": "user", "content": QUESTION}]))
+    assert "Dana Whitfield" in "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)

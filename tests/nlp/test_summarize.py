@@ -134,7 +134,8 @@ def test_a_long_line_without_punctuation_is_cut_at_word_boundaries():
 
 
 def test_prose_keeps_its_sentences_and_a_table_block_inside_it_is_not_summary_material(solar):
-    table = "\n".join(f"panel {i} | output {i * 3} kilowatt hours | inspected by the maintenance crew" for i in range(12))
+    row = "panel {} | output {} kilowatt hours | inspected by the maintenance crew"
+    table = "\n".join(row.format(i, i * 3) for i in range(12))
     prepared = PreparedText(SOLAR + "\n" + table)
     chosen = {s.text for s in extractive(prepared, Style.NARRATIVE, Limits(5, 250)).sentences}
     assert chosen and not any("|" in s for s in chosen)

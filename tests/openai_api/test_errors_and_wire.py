@@ -47,6 +47,7 @@ def test_the_question_is_the_last_user_message_and_n_must_be_one():
         "temperature": 0.2})
     assert chat.question == "second" and not chat.stream
     with pytest.raises(pydantic.ValidationError):
-        wire.ChatRequest.model_validate({"model": "docuthinker", "messages": [{"role": "user", "content": "q"}], "n": 2})
+        wire.ChatRequest.model_validate({"model": "docuthinker", "messages": [{"role": "user", "content": "q"}],
+                                         "n": 2})
     with pytest.raises(pydantic.ValidationError):
         wire.ChatRequest.model_validate({"model": "docuthinker", "messages": []})
