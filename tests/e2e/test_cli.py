@@ -129,6 +129,11 @@ def test_search_and_document_operations(cli, uploaded):
     names = {e["text"] for e in as_json(cli("entities", canteen, "--json"))["entities"]}
     assert "Ruth Okafor" in names
     assert as_json(cli("sentiment", canteen, "--json"))["overall"]["label"].startswith("SENTIMENT_LABEL_")
+    # The people's renderings of the same results.
+    assert "canteen.md" in cli("search", "lunch in the canteen", "--top-k", "3").stdout
+    assert "Ruth Okafor" in cli("entities", canteen).stdout and "PERSON" in cli("entities", canteen).stdout
+    assert cli("key-ideas", canteen).stdout.startswith("1. ")
+    assert "score" in cli("sentiment", canteen).stdout
 
 
 def test_graph_query_health_and_costs(cli, uploaded):
@@ -137,6 +142,12 @@ def test_graph_query_health_and_costs(cli, uploaded):
     health = as_json(cli("health", "--json"))
     assert health["status"] == "SERVING" and {s["name"] for s in health["services"]} >= {"rag", "nlp", "graph"}
     assert "total_cost" in as_json(cli("costs", "--json"))
+    memo = uploaded["harbor-memo.txt"]["document"]["document_id"]
+    rows = cli("graph", "query", "MATCH (d:Document) WHERE d.id = $id RETURN d.id AS id, d.file_type AS type",
+               "-p", f"id={memo}").stdout
+    assert memo in rows and "1 row(s)" in rows
+    assert "mesh: SERVING" in cli("health").stdout and "rag" in cli("health").stdout
+    assert "total: $" in cli("costs").stdout
 
 
 def test_missing_documents_exit_3_and_bad_gateways_exit_5(cli, uploaded):
