@@ -137,3 +137,23 @@ def test_the_chat_api_takes_the_tenant_from_the_token(secured, acme_document):
             stranger.chat.completions.create(model="docuthinker", messages=question)
         with pytest.raises(openai.AuthenticationError):
             stranger.models.list()
+
+
+def test_the_cli_sends_its_token_and_exits_4_without_one(secured, acme_document):
+    import json
+    import os
+    import pathlib
+    import sys
+
+    script = pathlib.Path(sys.executable).parent / "docuthinker"
+    assert script.is_file(), f"the docuthinker console script is missing ({script}): run `make setup`"
+    base, key, auth = secured
+    token = mint(key, "auth-e2e-acme", ttl_s=3600, auth=auth)
+    env = {k: v for k, v in os.environ.items() if k not in ("DOCUTHINKER_TOKEN", "DOCUTHINKER_TENANT")}
+    listed = subprocess.run([str(script), "--gateway", base, "docs", "--json"], capture_output=True, text=True,
+                            timeout=120, env={**env, "DOCUTHINKER_TOKEN": token})
+    assert listed.returncode == 0, listed.stderr
+    assert acme_document in {d["document_id"] for d in json.loads(listed.stdout)}
+    refused = subprocess.run([str(script), "--gateway", base, "docs", "--json"], capture_output=True, text=True,
+                             timeout=120, env=env)
+    assert refused.returncode == 4 and json.loads(refused.stdout)["error"]["http_status"] == 401
