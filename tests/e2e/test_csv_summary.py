@@ -44,3 +44,15 @@ def test_analyze_of_csv_text_has_an_overview(client):
     body = reply.json()
     assert "rag" in body["steps_run"] and body["overview"].strip()
     assert all(token in text for token in body["overview"].split()), body["overview"]
+
+
+def test_summary_of_an_uploaded_csv_document(client):
+    text = csv_text(120)
+    ingest = client.post("/v1/documents:ingest", params={"filename": "sales.csv"}, content=text.encode(),
+                         headers={"Content-Type": "text/csv"})
+    assert ingest.status_code == 200, ingest.text
+    document_id = ingest.json()["result"]["document"]["document_id"]
+    reply = client.post("/v1/nlp/summary", json={"document_id": document_id})
+    assert reply.status_code == 200, reply.text
+    sentences = reply.json()["sentences"]
+    assert 1 <= len(sentences) <= 5 and all(s["text"].strip() for s in sentences)
