@@ -20,7 +20,7 @@ from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
 from gateway import auth as edge_auth
-from gateway import edge_policy, static_site
+from gateway import edge_policy, http_apps, static_site
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
 from services.runtime.config import SERVICE_NAMES, MeshSettings
@@ -168,7 +168,7 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
     rate_limit = edge_policy.rate_limit_filter(edge)
     methods = load_methods(descriptor_set)
     full_names = {short: ms[0].service for short, ms in methods.items()}
-    routes = [r for service in SERVICE_NAMES for r in _routes(service, methods[service])]
+    routes = [*http_apps.routes(), *(r for service in SERVICE_NAMES for r in _routes(service, methods[service]))]
     edge_filters = edge_auth.http_filters(auth) if auth is not None and auth.enabled else []
     # The web app at / (web/): exact-path routes answered by Envoy itself, ahead of the RPC routes.
     web_routes = static_site.routes([TRANSCODER, *(f["name"] for f in edge_filters if f["name"] != HEADER_MUTATION)])
@@ -254,7 +254,7 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
         "overload_manager": edge_policy.overload_manager(edge),
         "static_resources": {
             "listeners": [listener],
-            "clusters": [_cluster(s, settings, full_names[s]) for s in SERVICE_NAMES],
+            "clusters": [*(_cluster(s, settings, full_names[s]) for s in SERVICE_NAMES), *http_apps.clusters(settings)],
         },
     }
 

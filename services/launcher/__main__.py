@@ -36,6 +36,7 @@ def main() -> int:
     print(f"REST + gRPC gateway (Envoy): {mesh.base_url}")
     print(f"web app:                     {mesh.base_url}/")
     print(f"Envoy admin:                 {mesh.admin_url}")
+    print(f"OpenAI-compatible chat API:  {mesh.base_url}/v1/chat/completions")
     for name in SERVICE_NAMES:
         print(f"{name:<13} gRPC:          {mesh.grpc_target(name)}")
     print(f"logs: {mesh.log_dir}   data: {mesh.data_dir}")

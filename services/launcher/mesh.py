@@ -23,13 +23,15 @@ from dataclasses import dataclass, field
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from gateway import envoy_config
+from gateway import envoy_config, http_apps
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+HTTP_APPS = (http_apps.OPENAI_API,)
+"""Plain-HTTP processes behind Envoy (module ``services.<name>``, port ``<name>_port``, ``GET /healthz``)."""
 _PR_SET_PDEATHSIG = 1
 
 
@@ -78,6 +80,14 @@ def healthy_clusters(admin_url: str) -> set[str]:
     }
 
 
+def http_serving(url: str, timeout: float = 1.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as reply:
+            return reply.status == 200
+    except OSError:
+        return False
+
+
 @dataclass
 class Mesh:
     """The local mesh. ``auto_ports`` picks free ports (tests); otherwise the configured ones."""
@@ -104,7 +114,7 @@ class Mesh:
         env["DOCUTHINKER_DATA_DIR"] = str(self.data_dir)
         env["DOCUTHINKER_LOG_DIR"] = str(self.log_dir)
         if self.auto_ports:
-            for name in (*SERVICE_NAMES, "gateway", "gateway_admin"):
+            for name in (*SERVICE_NAMES, *HTTP_APPS, "gateway", "gateway_admin"):
                 env[f"DOCUTHINKER_{name.upper()}_PORT"] = str(free_port())
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -171,6 +181,14 @@ class Mesh:
                 # Envoy only routes after its next health check passes; until then REST callers get 503.
                 self._wait(lambda: self._routed(name), name)
 
+    def start_http_app(self, name: str, wait: bool = True) -> None:
+        self._spawn(name, [sys.executable, "-m", f"services.{name}"])
+        if wait:
+            url = f"http://{self.settings.host}:{self.settings.port_of(name)}{http_apps.HEALTH_PATH}"
+            self._wait(lambda: http_serving(url), name)
+            if "gateway" in self._procs:
+                self._wait(lambda: self._routed(name), name)
+
     def start_gateway(self) -> None:
         config = envoy_config.write(self.log_dir / "envoy.yaml", self.settings, self.auth, self.edge)
         self._spawn(
@@ -185,7 +203,11 @@ class Mesh:
         for name in SERVICE_NAMES:
             self.start_service(name, wait=False)
         self._wait_serving(list(SERVICE_NAMES))
+        for name in HTTP_APPS:
+            self.start_http_app(name)
         self.start_gateway()
+        for name in HTTP_APPS:
+            self._wait(lambda n=name: self._routed(n), name)
         return self
 
     def _admin_ready(self) -> bool:
@@ -230,7 +252,7 @@ class Mesh:
     def stop(self) -> dict[str, int | None]:
         """Stops the gateway first (no new traffic), then the services; returns exit codes."""
         codes = {}
-        for name in ["gateway", *reversed(SERVICE_NAMES)]:
+        for name in ["gateway", *HTTP_APPS, *reversed(SERVICE_NAMES)]:
             if name in self._procs:
                 codes[name] = self.stop_service(name)
         for name in list(self._procs):  # anything else it started

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from services.nlp.text import STOPWORDS, sentence_spans, words
+from services.nlp.text import STOPWORDS, bounded_spans, sentence_spans, words
 
 MIN_CANDIDATE_WORDS = 4
 """Shorter "sentences" (headings, list stubs, table cells) are not summary material."""
@@ -48,6 +48,8 @@ class PreparedText:
     encode: Callable[[list[str]], np.ndarray] = _default_encoder
     """Texts -> L2-normalised rows; the process-wide MiniLM embedder unless a test swaps it."""
     spans: list[tuple[int, int]] = field(init=False)
+    """Sentences; an overlong one (no sentence punctuation: CSV, table rows) cut at row and word boundaries."""
+    _cut: frozenset[int] = field(init=False, default=frozenset())
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _candidates: list[int] | None = field(init=False, default=None)
     _vectors: np.ndarray | None = field(init=False, default=None)
@@ -55,7 +57,12 @@ class PreparedText:
     _derived_locks: dict[str, threading.Lock] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.spans = sentence_spans(self.text)
+        self.spans, cut = [], set()
+        for pieces, was_cut in bounded_spans(self.text, sentence_spans(self.text), MAX_CANDIDATE_WORDS):
+            if was_cut:
+                cut.update(range(len(self.spans), len(self.spans) + len(pieces)))
+            self.spans.extend(pieces)
+        self._cut = frozenset(cut)
 
     def sentence(self, index: int) -> str:
         start, end = self.spans[index]
@@ -100,7 +107,8 @@ class PreparedText:
         return mean / norm if norm else mean
 
     def _select(self) -> list[int]:
-        eligible = [i for i in range(len(self.spans)) if prose_like(self.sentence(i))]
+        # Pieces of a cut block compete only when the text has no prose sentence at all (CSV, a bare table).
+        eligible = [i for i in range(len(self.spans)) if i not in self._cut and prose_like(self.sentence(i))]
         if not eligible:
             eligible = list(range(len(self.spans)))
         if len(eligible) <= self.max_sentences:

@@ -60,6 +60,34 @@ def _append(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> No
     spans.append((start + lead, start + lead + len(stripped)))
 
 
+def bounded_spans(text: str, spans: list[tuple[int, int]], max_words: int) -> list[tuple[list[tuple[int, int]], bool]]:
+    """Each span as itself when it has at most ``max_words`` words, else cut at row (line) and then word boundaries.
+
+    Text without sentence punctuation (CSV, a table's ``cell | cell`` rows, a list without full stops) is one
+    "sentence" of hundreds of words; its pieces are what a summary can still quote. Returns, per span, its pieces
+    and whether it was cut. Offsets stay exact and pieces are whitespace-trimmed.
+    """
+    out: list[tuple[list[tuple[int, int]], bool]] = []
+    for start, end in spans:
+        if len(_WORD.findall(text, start, end)) <= max_words:
+            out.append(([(start, end)], False))
+            continue
+        pieces: list[tuple[int, int]] = []
+        for line in re.finditer(r"[^\n]+", text[start:end]):
+            line_start, line_end = start + line.start(), start + line.end()
+            found = list(_WORD.finditer(text, line_start, line_end))
+            if not found:
+                continue
+            for first in range(0, len(found), max_words):
+                group = found[first : first + max_words]
+                # A window runs from its first word to the last character before the next window's first word.
+                stop = found[first + max_words].start() if first + max_words < len(found) else line_end
+                piece_start = group[0].start() if first else line_start
+                _append(text, piece_start, stop, pieces)
+        out.append((pieces, True))
+    return out
+
+
 def sentences(text: str) -> list[str]:
     return [text[s:e] for s, e in sentence_spans(text)]
 

@@ -30,6 +30,8 @@ class MeshSettings(BaseSettings):
     """gRPC port of the NLP service."""
     graph_port: int = 50053
     """gRPC port of the graph service."""
+    openai_api_port: int = 50054
+    """HTTP port of the OpenAI-compatible chat API (``/v1/chat/completions``, ``/v1/models``; Envoy routes to it)."""
     gateway_port: int = 8080
     """Envoy's public listener (REST and gRPC)."""
     gateway_admin_port: int = 9901

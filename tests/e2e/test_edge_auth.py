@@ -39,7 +39,7 @@ def secured(mesh, tmp_path_factory):
     base = f"http://{ports.host}:{ports.gateway_port}"
     deadline = time.monotonic() + 60
     admin = f"http://127.0.0.1:{ports.gateway_admin_port}"
-    while not {"rag", "nlp", "graph", "orchestrator"} <= healthy_clusters(admin):
+    while not {"rag", "nlp", "graph", "orchestrator", "openai_api"} <= healthy_clusters(admin):
         assert envoy.poll() is None and time.monotonic() < deadline, (root / "envoy.log").read_text()[-2000:]
         time.sleep(0.2)
     try:
@@ -119,3 +119,41 @@ def test_grpc_through_the_gateway_carries_the_token(secured, acme_document):
         reply = stub.ListDocuments(rag_pb.ListDocumentsRequest(), timeout=30,
                                    metadata=[("authorization", f"Bearer {token}"), ("x-tenant-id", "default")])
         assert [d.document_id for d in reply.documents] == [acme_document]
+
+
+def test_the_chat_api_takes_the_tenant_from_the_token(secured, acme_document):
+    import openai
+
+    base, key, auth = secured
+    token = mint(key, "auth-e2e-acme", ttl_s=3600, auth=auth)
+    question = [{"role": "user", "content": "Which room keeps the spare badge printer?"}]
+    with openai.OpenAI(base_url=f"{base}/v1", api_key=token, max_retries=0, timeout=120,
+                       default_headers={"x-tenant-id": "auth-e2e-victim"}) as sdk:
+        reply = sdk.chat.completions.create(model="docuthinker", messages=question)
+    assert "4.12" in reply.choices[0].message.content
+    assert reply.choices[0].message.citations[0]["document_id"] == acme_document
+    with openai.OpenAI(base_url=f"{base}/v1", api_key="not.a.jwt", max_retries=0, timeout=60) as stranger:
+        with pytest.raises(openai.AuthenticationError):
+            stranger.chat.completions.create(model="docuthinker", messages=question)
+        with pytest.raises(openai.AuthenticationError):
+            stranger.models.list()
+
+
+def test_the_cli_sends_its_token_and_exits_4_without_one(secured, acme_document):
+    import json
+    import os
+    import pathlib
+    import sys
+
+    script = pathlib.Path(sys.executable).parent / "docuthinker"
+    assert script.is_file(), f"the docuthinker console script is missing ({script}): run `make setup`"
+    base, key, auth = secured
+    token = mint(key, "auth-e2e-acme", ttl_s=3600, auth=auth)
+    env = {k: v for k, v in os.environ.items() if k not in ("DOCUTHINKER_TOKEN", "DOCUTHINKER_TENANT")}
+    listed = subprocess.run([str(script), "--gateway", base, "docs", "--json"], capture_output=True, text=True,
+                            timeout=120, env={**env, "DOCUTHINKER_TOKEN": token})
+    assert listed.returncode == 0, listed.stderr
+    assert acme_document in {d["document_id"] for d in json.loads(listed.stdout)}
+    refused = subprocess.run([str(script), "--gateway", base, "docs", "--json"], capture_output=True, text=True,
+                             timeout=120, env=env)
+    assert refused.returncode == 4 and json.loads(refused.stdout)["error"]["http_status"] == 401

@@ -30,7 +30,7 @@ def _port_free(port: int) -> bool:
 
 @pytest.mark.parametrize(("stop_signal", "with_demo"), [(signal.SIGTERM, True), (signal.SIGINT, False)])
 def test_launcher_starts_mesh_and_stops_cleanly(tmp_path, stop_signal, with_demo):
-    ports = {name: free_port() for name in ("ORCHESTRATOR", "RAG", "NLP", "GRAPH", "GATEWAY", "GATEWAY_ADMIN")}
+    ports = {name: free_port() for name in ("ORCHESTRATOR", "RAG", "NLP", "GRAPH", "OPENAI_API", "GATEWAY", "GATEWAY_ADMIN")}
     env = dict(os.environ, DOCUTHINKER_DATA_DIR=str(tmp_path / "data"), DOCUTHINKER_LOG_DIR=str(tmp_path / "logs"),
                DOCUTHINKER_SHUTDOWN_GRACE_S="1", **{f"DOCUTHINKER_{k}_PORT": str(v) for k, v in ports.items()})
     argv = [sys.executable, "-m", "services.launcher", *([] if with_demo else ["--no-demo"])]

@@ -119,11 +119,20 @@ async def test_analyze_streams_each_result_as_it_completes(nlp_server):
     assert list(arrivals) == [pb.OPERATION_ANALYTICS, pb.OPERATION_SUMMARY]
 
 
-async def test_analyze_reports_a_failing_operation_in_band(nlp_server):
-    one_long_sentence = "The " + "very " * 300 + "end."  # longer than the default 250-word summary budget
+async def test_analyze_reports_a_failing_operation_in_band(nlp_server, monkeypatch):
+    # No text makes the extractive summary fail any more (an overlong sentence is cut at row and word
+    # boundaries), so the failure is injected where the summary is computed.
+    from services.nlp import summarize
+    from services.runtime.errors import InvalidArgument
+
+    def refuse(*_args, **_kwargs):
+        raise InvalidArgument("max_words=1 is below the shortest candidate sentence (3 words)")
+
+    monkeypatch.setattr(summarize, "extractive", refuse)
     events = [
         e async for e in nlp_server.stub.Analyze(
-            pb.AnalyzeRequest(text=one_long_sentence, operations=[pb.OPERATION_SUMMARY, pb.OPERATION_SENTIMENT])
+            pb.AnalyzeRequest(text="The " + "very " * 300 + "end.",
+                              operations=[pb.OPERATION_SUMMARY, pb.OPERATION_SENTIMENT])
         )
     ]
     results = {e.result.operation: e.result for e in events[:-1]}

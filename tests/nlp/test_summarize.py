@@ -103,3 +103,39 @@ async def test_prefer_llm_false_never_calls_the_provider(solar):
     generator = ScriptedGenerator(lambda t, r: "unused")
     await summarize(solar, Style.NARRATIVE, Limits(), generator, prefer_llm=False, context_chars=6000)
     assert generator.calls == []
+
+
+def _csv(rows: int) -> str:
+    regions, products = ("north", "south", "east", "west"), ("solar panel", "inverter", "battery pack")
+    lines = ["region,product,units,revenue,manager"]
+    for i in range(rows):
+        lines.append(f"{regions[i % 4]},{products[i % 3]},{(i * 37) % 900 + 1},{(i * 7919) % 90000 + 1000},"
+                     f"{'Ada Lovelace' if i % 2 else 'Alan Turing'}")
+    return "\n".join(lines)
+
+
+def test_csv_text_without_sentence_punctuation_is_summarised_by_whole_rows():
+    text = _csv(90)  # one "sentence" of ~600 words: once SUMMARY_TOO_SHORT at the default 250 words
+    result = extractive(PreparedText(text), Style.NARRATIVE, Limits.of(0, 0))
+    rows = set(text.splitlines())
+    assert 1 <= len(result.sentences) <= 5
+    assert sum(len(words(s.text)) for s in result.sentences) <= 250
+    for sentence in result.sentences:
+        assert text[sentence.start : sentence.end] == sentence.text and sentence.text in rows
+
+
+def test_a_long_line_without_punctuation_is_cut_at_word_boundaries():
+    text = " ".join(f"word{i} value{i}" for i in range(200))  # 400 words, one line, no full stop
+    prepared = PreparedText(text)
+    assert len(prepared.spans) == 5 and all(len(words(prepared.sentence(i))) <= 80 for i in range(5))
+    assert " ".join(prepared.sentence(i) for i in range(5)) == text
+    result = extractive(prepared, Style.NARRATIVE, Limits(2, 250))
+    assert 1 <= len(result.sentences) <= 2 and all(text[s.start : s.end] == s.text for s in result.sentences)
+
+
+def test_prose_keeps_its_sentences_and_a_table_block_inside_it_is_not_summary_material(solar):
+    row = "panel {} | output {} kilowatt hours | inspected by the maintenance crew"
+    table = "\n".join(row.format(i, i * 3) for i in range(12))
+    prepared = PreparedText(SOLAR + "\n" + table)
+    chosen = {s.text for s in extractive(prepared, Style.NARRATIVE, Limits(5, 250)).sentences}
+    assert chosen and not any("|" in s for s in chosen)

@@ -1,0 +1,3 @@
+from docuthinker_cli.app import main
+
+main()

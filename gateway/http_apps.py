@@ -1,0 +1,53 @@
+"""Envoy routes and clusters for the plain-HTTP apps behind the gateway (not gRPC, so not transcoded).
+
+Today one: the OpenAI-compatible chat API (``services/openai_api``), for exactly ``POST /v1/chat/completions``
+and ``GET /v1/models``. The transcoder is disabled on these routes (it would answer 404 for a path no RPC maps),
+auth (when on) still runs first, so the app gets ``x-tenant-id`` from the token like every service does.
+"""
+
+from __future__ import annotations
+
+from services.runtime.config import MeshSettings
+
+OPENAI_API = "openai_api"
+OPENAI_PATHS = ("/v1/chat/completions", "/v1/models")
+HEALTH_PATH = "/healthz"
+_TRANSCODER = "envoy.filters.http.grpc_json_transcoder"
+
+
+def routes() -> list[dict]:
+    """Exact-path routes; answers may stream (SSE), so no overall timeout, only an idle one."""
+    return [
+        {
+            "name": f"{OPENAI_API}:{path}",
+            "match": {"path": path},
+            "route": {"cluster": OPENAI_API, "timeout": "0s", "idle_timeout": "300s"},
+            "typed_per_filter_config": {
+                _TRANSCODER: {"@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig", "disabled": True}
+            },
+        }
+        for path in OPENAI_PATHS
+    ]
+
+
+def clusters(settings: MeshSettings) -> list[dict]:
+    endpoint = {"address": {"socket_address": {"address": settings.host, "port_value": settings.openai_api_port}}}
+    return [
+        {
+            "name": OPENAI_API,
+            "type": "STATIC",
+            "connect_timeout": "1s",
+            "load_assignment": {"cluster_name": OPENAI_API, "endpoints": [{"lb_endpoints": [{"endpoint": endpoint}]}]},
+            "health_checks": [
+                {
+                    "timeout": "1s",
+                    "interval": "2s",
+                    "no_traffic_interval": "2s",
+                    "unhealthy_threshold": 1,
+                    "healthy_threshold": 1,
+                    "http_health_check": {"path": HEALTH_PATH},
+                }
+            ],
+            "common_lb_config": {"healthy_panic_threshold": {"value": 0}},
+        }
+    ]

@@ -1,0 +1,38 @@
+"""``python -m services.openai_api``: the OpenAI-compatible chat API on ``DOCUTHINKER_OPENAI_API_PORT``."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+from aiohttp import web
+
+from services.openai_api.answers import AnswerEngine
+from services.openai_api.app import create_app
+from services.runtime import MeshSettings, service_channel
+from services.runtime import logs
+
+
+async def _serve(settings: MeshSettings) -> None:
+    channel = service_channel("rag", settings)
+    runner = web.AppRunner(create_app(AnswerEngine(channel), settings.default_tenant), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.openai_api_port, shutdown_timeout=settings.shutdown_grace_s)
+    await site.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await runner.cleanup()
+    await channel.close()
+
+
+def main() -> None:
+    settings = MeshSettings()
+    logs.configure("openai_api", settings.log_level)
+    asyncio.run(_serve(settings))
+
+
+if __name__ == "__main__":
+    main()
