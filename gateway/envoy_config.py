@@ -188,10 +188,12 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
                                 {
                                     "name": "envoy.access_loggers.stdout",
                                     "typed_config": {
-                                        "@type": "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog"
+                                        "@type": "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
+                                        "log_format": {"json_format": ACCESS_LOG_FORMAT},
                                     },
                                 }
                             ],
+                            **_tracing(settings),
                             "local_reply_config": {
                                 "mappers": edge_auth.local_reply_mappers() if auth is not None and auth.enabled else []
                             },
@@ -215,11 +217,75 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
             }
         ],
     }
-    return {
+    clusters = [_cluster(s, settings, full_names[s]) for s in SERVICE_NAMES]
+    bootstrap = {
         "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": settings.gateway_admin_port}}},
-        "static_resources": {
-            "listeners": [listener],
-            "clusters": [_cluster(s, settings, full_names[s]) for s in SERVICE_NAMES],
+        "static_resources": {"listeners": [listener], "clusters": clusters},
+    }
+    if settings.otlp_endpoint:
+        clusters.append(_collector_cluster(settings.otlp_endpoint))
+        # Export spans every half second (Envoy's default is 5 s), so a trace is complete soon after its request.
+        bootstrap["layered_runtime"] = {"layers": [{"name": "tracing", "static_layer": {
+            "tracing.opentelemetry.flush_interval_ms": 500, "tracing.opentelemetry.min_flush_spans": 1}}]}
+    return bootstrap
+
+
+# One JSON line per request on Envoy's stdout (its log file under `make run`), with the trace id.
+ACCESS_LOG_FORMAT = {
+    "ts": "%START_TIME%",
+    "method": "%REQ(:METHOD)%",
+    "path": "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%",
+    "status": "%RESPONSE_CODE%",
+    "grpc_status": "%GRPC_STATUS%",
+    "flags": "%RESPONSE_FLAGS%",
+    "duration_ms": "%DURATION%",
+    "bytes_in": "%BYTES_RECEIVED%",
+    "bytes_out": "%BYTES_SENT%",
+    "upstream": "%UPSTREAM_CLUSTER%",
+    "request_id": "%REQ(X-REQUEST-ID)%",
+    "trace_id": "%TRACE_ID%",
+}
+COLLECTOR_CLUSTER = "otlp_collector"
+
+
+def _tracing(settings: MeshSettings) -> dict:
+    """Envoy starts each trace (OpenTelemetry tracer, OTLP/gRPC export) when a collector is configured;
+    the ``traceparent`` it sends upstream makes every service's spans part of it."""
+    if not settings.otlp_endpoint:
+        return {}
+    return {
+        "tracing": {
+            "random_sampling": {"value": settings.trace_sample_ratio * 100},
+            "spawn_upstream_span": False,
+            "provider": {
+                "name": "envoy.tracers.opentelemetry",
+                "typed_config": {
+                    "@type": "type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig",
+                    "grpc_service": {"envoy_grpc": {"cluster_name": COLLECTOR_CLUSTER}, "timeout": "2s"},
+                    "service_name": "gateway",
+                },
+            },
+        }
+    }
+
+
+def _collector_cluster(endpoint: str) -> dict:
+    host, _, port = endpoint.split("://", 1)[-1].rstrip("/").rpartition(":")
+    return {
+        "name": COLLECTOR_CLUSTER,
+        "type": "STRICT_DNS" if not host.replace(".", "").isdigit() else "STATIC",
+        "connect_timeout": "1s",
+        "load_assignment": {
+            "cluster_name": COLLECTOR_CLUSTER,
+            "endpoints": [{"lb_endpoints": [
+                {"endpoint": {"address": {"socket_address": {"address": host, "port_value": int(port)}}}}
+            ]}],
+        },
+        "typed_extension_protocol_options": {
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+                "explicit_http_config": {"http2_protocol_options": {}},
+            }
         },
     }
 

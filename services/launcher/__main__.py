@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -15,6 +16,9 @@ from services.runtime.config import SERVICE_NAMES, MeshSettings
 def main() -> int:
     parser = argparse.ArgumentParser(description="Run the DocuThinker mesh locally.")
     parser.add_argument("--no-demo", action="store_true", help="skip the sample upload and question")
+    parser.add_argument("--prometheus", action="store_true", default=os.environ.get("DOCUTHINKER_PROMETHEUS") == "1",
+                        help="also start a local Prometheus scraping the mesh (or DOCUTHINKER_PROMETHEUS=1)")
+    parser.add_argument("--prometheus-port", type=int, default=9090, help="port of that Prometheus (default 9090)")
     args = parser.parse_args()
     settings = MeshSettings()
     mesh = Mesh(data_dir=settings.data_dir, log_dir=settings.log_dir)
@@ -32,6 +36,19 @@ def main() -> int:
     print(f"Envoy admin:                 {mesh.admin_url}")
     for name in SERVICE_NAMES:
         print(f"{name:<13} gRPC:          {mesh.grpc_target(name)}")
+    for name, url in mesh.metrics_urls().items():
+        print(f"{name:<13} metrics:       {url}")
+    if mesh.settings.otlp_endpoint:
+        print(f"traces (OTLP/gRPC):          {mesh.settings.otlp_endpoint}")
+    local_prometheus = None
+    if args.prometheus:
+        from services.launcher.prometheus import LocalPrometheus
+
+        try:
+            local_prometheus = LocalPrometheus(mesh, mesh.log_dir / "prometheus", port=args.prometheus_port).start()
+            print(f"Prometheus (scraping the mesh): {local_prometheus.url}")
+        except (RuntimeError, TimeoutError) as exc:
+            print(f"prometheus failed to start: {exc}", file=sys.stderr)
     print(f"logs: {mesh.log_dir}   data: {mesh.data_dir}")
     print("all services SERVING", flush=True)
     if mesh.auth.enabled:
@@ -48,6 +65,8 @@ def main() -> int:
         if dead:
             print(f"process exited unexpectedly: {', '.join(dead)}; stopping", file=sys.stderr)
             break
+    if local_prometheus is not None:
+        local_prometheus.stop()
     codes = mesh.stop()
     print(f"stopped: {codes}", flush=True)
     return 0

@@ -37,6 +37,7 @@ from services.orchestrator.supervisor import Supervisor, llm_classifier
 from services.orchestrator.tokens import TokenBudget
 from services.orchestrator.tools import ToolRegistry, register_builtins
 from services.providers.pricing import load_price_table
+from services.orchestrator.observability import register_metrics
 from services.providers.router import Router, get_router
 from services.providers.settings import provider_settings
 from services.runtime import MeshSettings, ServiceBinding, service_channel
@@ -82,6 +83,7 @@ def binding(
     summarize = conversation_summarizer(llm, mesh)
     tokens = TokenBudget(prices)
     dlq = DeadLetterQueue(db, max_retries=config.dlq_max_retries, backoff_s=config.dlq_backoff_s)
+    register_metrics(breakers, dlq, costs)
     insights = InsightStore(db)
     conversations = ConversationStore(
         db,

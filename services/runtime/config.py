@@ -51,8 +51,26 @@ class MeshSettings(BaseSettings):
     max_upload_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
     """Largest accepted document: Envoy answers 413 above it, the RAG service RESOURCE_EXHAUSTED."""
 
+    metrics_enabled: bool = True
+    """Serve Prometheus metrics (``/metrics``) on each process's metrics port."""
+    orchestrator_metrics_port: int = 9460
+    """Prometheus ``/metrics`` port of the orchestrator (Envoy's are on its admin port, ``/stats/prometheus``)."""
+    rag_metrics_port: int = 9461
+    """Prometheus ``/metrics`` port of the RAG service."""
+    nlp_metrics_port: int = 9462
+    """Prometheus ``/metrics`` port of the NLP service."""
+    graph_metrics_port: int = 9463
+    """Prometheus ``/metrics`` port of the graph service."""
+    otlp_endpoint: str = ""
+    """OTLP/gRPC trace collector (``host:port``) for Envoy and every service; empty: tracing off."""
+    trace_sample_ratio: float = Field(default=1.0, ge=0, le=1)
+    """Share of requests traced (Envoy samples at the edge; services follow its decision)."""
+
     def port_of(self, service: str) -> int:
         return int(getattr(self, f"{service}_port"))
+
+    def metrics_port_of(self, service: str) -> int:
+        return int(getattr(self, f"{service}_metrics_port"))
 
     def address_of(self, service: str) -> str:
         return f"{self.host}:{self.port_of(service)}"
