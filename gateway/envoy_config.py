@@ -222,6 +222,9 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
         "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": settings.gateway_admin_port}}},
         "static_resources": {"listeners": [listener], "clusters": clusters},
     }
+    if settings.gateway_stats_port:
+        bootstrap["static_resources"]["listeners"].append(_stats_listener(settings))
+        clusters.append(_static_cluster(ADMIN_CLUSTER, "127.0.0.1", settings.gateway_admin_port, http2=False))
     if settings.otlp_endpoint:
         clusters.append(_collector_cluster(settings.otlp_endpoint))
         # Export spans every half second (Envoy's default is 5 s), so a trace is complete soon after its request.
@@ -271,22 +274,53 @@ def _tracing(settings: MeshSettings) -> dict:
 
 def _collector_cluster(endpoint: str) -> dict:
     host, _, port = endpoint.split("://", 1)[-1].rstrip("/").rpartition(":")
-    return {
-        "name": COLLECTOR_CLUSTER,
-        "type": "STRICT_DNS" if not host.replace(".", "").isdigit() else "STATIC",
+    return _static_cluster(COLLECTOR_CLUSTER, host, int(port), http2=True)
+
+
+def _static_cluster(name: str, host: str, port: int, http2: bool) -> dict:
+    cluster = {
+        "name": name,
+        "type": "STATIC" if host.replace(".", "").isdigit() else "STRICT_DNS",
         "connect_timeout": "1s",
         "load_assignment": {
-            "cluster_name": COLLECTOR_CLUSTER,
+            "cluster_name": name,
             "endpoints": [{"lb_endpoints": [
-                {"endpoint": {"address": {"socket_address": {"address": host, "port_value": int(port)}}}}
+                {"endpoint": {"address": {"socket_address": {"address": host, "port_value": port}}}}
             ]}],
         },
-        "typed_extension_protocol_options": {
+    }
+    if http2:
+        cluster["typed_extension_protocol_options"] = {
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
                 "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
                 "explicit_http_config": {"http2_protocol_options": {}},
             }
-        },
+        }
+    return cluster
+
+
+ADMIN_CLUSTER = "envoy_admin"
+
+
+def _stats_listener(settings: MeshSettings) -> dict:
+    """Only GET /stats/prometheus of the admin interface, on the service interface (the admin stays local)."""
+    return {
+        "name": "stats",
+        "address": {"socket_address": {"address": settings.host, "port_value": settings.gateway_stats_port}},
+        "filter_chains": [{"filters": [{
+            "name": "envoy.filters.network.http_connection_manager",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                "stat_prefix": "stats",
+                "route_config": {"name": "stats", "virtual_hosts": [{"name": "stats", "domains": ["*"], "routes": [
+                    {"match": {"path": "/stats/prometheus", "headers": [
+                        {"name": ":method", "string_match": {"exact": "GET"}}]},
+                     "route": {"cluster": ADMIN_CLUSTER}},
+                ]}]},
+                "http_filters": [{"name": "envoy.filters.http.router", "typed_config": {
+                    "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}],
+            },
+        }]}],
     }
 
 

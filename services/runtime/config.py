@@ -34,6 +34,9 @@ class MeshSettings(BaseSettings):
     """Envoy's public listener (REST and gRPC)."""
     gateway_admin_port: int = 9901
     """Envoy admin interface, bound to 127.0.0.1 only."""
+    gateway_stats_port: int = 0
+    """An Envoy listener serving only its Prometheus stats (``/stats/prometheus``), for a Prometheus that cannot
+    reach the admin port (a cluster); 0: none."""
     data_dir: pathlib.Path = pathlib.Path("data")
     """Root of every embedded store (SQLite, Chroma, FAISS, BM25, graph)."""
     log_dir: pathlib.Path = pathlib.Path("logs")
