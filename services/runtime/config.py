@@ -55,7 +55,7 @@ class MeshSettings(BaseSettings):
     """Largest accepted document: Envoy answers 413 above it, the RAG service RESOURCE_EXHAUSTED."""
 
     metrics_enabled: bool = True
-    """Serve Prometheus metrics (``/metrics``) on each process's metrics port."""
+    """Record RPC metrics and serve them (``/metrics``) on each process's metrics port."""
     orchestrator_metrics_port: int = 9460
     """Prometheus ``/metrics`` port of the orchestrator (Envoy's are on its admin port, ``/stats/prometheus``)."""
     rag_metrics_port: int = 9461

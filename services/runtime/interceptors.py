@@ -59,9 +59,10 @@ async def _abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:
 
 
 class ServerInterceptor(grpc.aio.ServerInterceptor):
-    def __init__(self, service_name: str, default_tenant: str) -> None:
+    def __init__(self, service_name: str, default_tenant: str, record_metrics: bool = True) -> None:
         self._service = service_name
         self._default_tenant = default_tenant
+        self._metrics = record_metrics
         self._in_flight = metrics.SERVER_IN_FLIGHT.labels(service_name)
 
     async def intercept_service(
@@ -116,9 +117,10 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
 
     def _log(self, method: str, ctx, code: str, started: float, exc: BaseException | None = None) -> None:
         elapsed = time.perf_counter() - started
-        label = metrics.method_label(method)
-        metrics.SERVER_HANDLED.labels(self._service, label, code).inc()
-        metrics.SERVER_LATENCY.labels(self._service, label).observe(elapsed)
+        if self._metrics:
+            label = metrics.method_label(method)
+            metrics.SERVER_HANDLED.labels(self._service, label, code).inc()
+            metrics.SERVER_LATENCY.labels(self._service, label).observe(elapsed)
         fields = {
             "service": self._service,
             "method": method,
@@ -133,12 +135,14 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             log.info("rpc", extra={"fields": fields})
 
     def _begin(self, method: str, headers: dict[str, str]):
-        metrics.SERVER_STARTED.labels(self._service, metrics.method_label(method)).inc()
-        self._in_flight.inc()
+        if self._metrics:
+            metrics.SERVER_STARTED.labels(self._service, metrics.method_label(method)).inc()
+            self._in_flight.inc()
         return tracing.start_server_span(method, headers) if tracing.enabled() else None
 
     def _end(self, span, code: str) -> None:
-        self._in_flight.dec()
+        if self._metrics:
+            self._in_flight.dec()
         if span is not None:
             tracing.end_server_span(*span, code)
 
@@ -222,8 +226,9 @@ class _ClientPropagation:
     """Adds request id, tenant and trace metadata and the caller's remaining deadline to a call;
     records the call's metrics (and span) when it completes."""
 
-    def __init__(self, default_timeout: float) -> None:
+    def __init__(self, default_timeout: float, record_metrics: bool = True) -> None:
         self._default_timeout = default_timeout
+        self._metrics = record_metrics
 
     def _details(self, details: grpc.aio.ClientCallDetails, trace_headers=None) -> grpc.aio.ClientCallDetails:
         ctx = request_context.current()
@@ -248,11 +253,14 @@ class _ClientPropagation:
     def _begin(self, details: grpc.aio.ClientCallDetails):
         method = details.method.decode() if isinstance(details.method, bytes) else details.method
         span, headers = tracing.start_client_span(method) if tracing.enabled() else (None, None)
-        return _ClientCall(method, span, time.perf_counter()), self._details(details, headers)
+        record = _ClientCall(method, span, time.perf_counter(), self._metrics) if self._metrics or span else None
+        return record, self._details(details, headers)
 
     async def _unary(self, continuation, client_call_details, request):
         call_record, details = self._begin(client_call_details)
         call = await continuation(details, request)
+        if call_record is None:
+            return call
         try:
             await call
         except grpc.aio.AioRpcError as exc:
@@ -267,22 +275,25 @@ class _ClientPropagation:
     async def _streaming(self, continuation, client_call_details, request):
         call_record, details = self._begin(client_call_details)
         call = await continuation(details, request)
-        call.add_done_callback(call_record.on_done)
+        if call_record is not None:
+            call.add_done_callback(call_record.on_done)
         return call
 
 
 class _ClientCall:
     """One outgoing call, between its start and its status."""
 
-    __slots__ = ("method", "span", "started")
+    __slots__ = ("method", "span", "started", "record_metrics")
 
-    def __init__(self, method: str, span, started: float) -> None:
-        self.method, self.span, self.started = method, span, started
+    def __init__(self, method: str, span, started: float, record_metrics: bool) -> None:
+        self.method, self.span, self.started, self.record_metrics = method, span, started, record_metrics
 
     def done(self, code: grpc.StatusCode) -> None:
-        label = metrics.method_label(self.method)
-        metrics.CLIENT_HANDLED.labels(metrics.process_service(), label, code.name).inc()
-        metrics.CLIENT_LATENCY.labels(metrics.process_service(), label).observe(time.perf_counter() - self.started)
+        if self.record_metrics:
+            label = metrics.method_label(self.method)
+            metrics.CLIENT_HANDLED.labels(metrics.process_service(), label, code.name).inc()
+            elapsed = time.perf_counter() - self.started
+            metrics.CLIENT_LATENCY.labels(metrics.process_service(), label).observe(elapsed)
         if self.span is not None:
             tracing.end_client_span(self.span, code.name)
 
@@ -321,10 +332,10 @@ class StreamStreamPropagation(_ClientPropagation, grpc.aio.StreamStreamClientInt
         return await self._streaming(continuation, client_call_details, request_iterator)
 
 
-def client_interceptors(default_timeout: float) -> list:
+def client_interceptors(default_timeout: float, record_metrics: bool = True) -> list:
     return [
-        UnaryUnaryPropagation(default_timeout),
-        UnaryStreamPropagation(default_timeout),
-        StreamUnaryPropagation(default_timeout),
-        StreamStreamPropagation(default_timeout),
+        UnaryUnaryPropagation(default_timeout, record_metrics),
+        UnaryStreamPropagation(default_timeout, record_metrics),
+        StreamUnaryPropagation(default_timeout, record_metrics),
+        StreamStreamPropagation(default_timeout, record_metrics),
     ]

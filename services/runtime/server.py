@@ -62,7 +62,7 @@ class RunningServer:
 async def create_server(binding: ServiceBinding, settings: MeshSettings, port: int | None = None) -> RunningServer:
     """Builds, binds and starts the server; ``port=0`` picks a free port (tests)."""
     server = grpc.aio.server(
-        interceptors=[ServerInterceptor(binding.name, settings.default_tenant), *binding.extra_interceptors],
+        interceptors=[ServerInterceptor(binding.name, settings.default_tenant, settings.metrics_enabled), *binding.extra_interceptors],
         options=[
             ("grpc.max_receive_message_length", settings.max_message_bytes),
             ("grpc.max_send_message_length", settings.max_message_bytes),

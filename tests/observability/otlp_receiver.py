@@ -74,7 +74,7 @@ class OtlpReceiver(trace_service_pb2_grpc.TraceServiceServicer):
         with self._lock:
             return [s for s in self.spans if s.trace_id == trace_id]
 
-    def wait_for(self, predicate, timeout_s: float = 20.0) -> list[Span]:
+    def wait_for(self, predicate, timeout_s: float = 30.0) -> list[Span]:
         """Polls until ``predicate(all spans)`` is truthy; returns the spans then (or fails)."""
         deadline = time.monotonic() + timeout_s
         while True:
