@@ -60,6 +60,23 @@ def _env(config: str, endpoint: str, sample: float) -> dict[str, str]:
     return env
 
 
+def _start(root: pathlib.Path, env: dict[str, str], attempts: int = 2) -> Mesh:
+    """A started mesh; a process that dies while starting (seen once: an abort on a loaded machine) is
+    reported with its log's tail and the mesh started again in a fresh directory."""
+    for attempt in range(attempts):
+        mesh = Mesh(data_dir=root / f"data{attempt}", log_dir=root / f"logs{attempt}", auto_ports=True, extra_env=env)
+        try:
+            return mesh.start()
+        except (RuntimeError, TimeoutError) as exc:
+            mesh.stop()
+            for log in sorted(mesh.log_dir.glob("*.log")):
+                print(f"--- {log.name} (tail)\n" + "\n".join(log.read_text(errors="replace").splitlines()[-8:]))
+            if attempt == attempts - 1:
+                raise
+            print(f"mesh failed to start ({exc}); trying again")
+    raise AssertionError("unreachable")
+
+
 def _seed(client: httpx.Client) -> None:
     for name, text in DOCUMENTS.items():
         reply = client.post("/v1/documents", params={"filename": name}, content=text.encode(),
@@ -95,10 +112,7 @@ def run(rounds: int, requests: int, sample: float, seed: int = 17) -> dict:
     with tempfile.TemporaryDirectory(prefix="obs-bench-") as tmp:
         try:
             for config in CONFIGS:
-                root = pathlib.Path(tmp) / config
-                mesh = Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True,
-                            extra_env=_env(config, receiver.endpoint, sample))
-                meshes[config] = mesh.start()
+                meshes[config] = mesh = _start(pathlib.Path(tmp) / config, _env(config, receiver.endpoint, sample))
                 clients[config] = httpx.Client(base_url=mesh.base_url, timeout=60)
                 _seed(clients[config])
             for config in CONFIGS:  # warm every path (model, caches, connections)
