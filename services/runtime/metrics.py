@@ -59,11 +59,13 @@ def method_label(full_method: str) -> str:
     return full_method.lstrip("/")
 
 
-def start_metrics_server(service: str, host: str, port: int, registry: CollectorRegistry = REGISTRY) -> int | None:
-    """Serves ``/metrics`` on ``host:port`` in a daemon thread; returns the bound port (None: off)."""
-    if port < 0:
-        return None
-    server, _thread = start_http_server(port, addr=host, registry=registry)
+def start_metrics_server(service: str, host: str, port: int, registry: CollectorRegistry = REGISTRY) -> int:
+    """Serves ``/metrics`` on ``host:port`` (0: a free port) in a daemon thread; returns the bound port."""
+    try:
+        server, _thread = start_http_server(port, addr=host, registry=registry)
+    except OSError as exc:
+        raise RuntimeError(f"{service}: cannot serve metrics on {host}:{port} ({exc}); set "
+                           f"DOCUTHINKER_{service.upper()}_METRICS_PORT or DOCUTHINKER_METRICS_ENABLED=false") from exc
     bound = server.server_address[1]
     PROCESS_INFO.labels(service).set(1)
     log.info("metrics", extra={"fields": {"address": f"http://{host}:{bound}/metrics"}})
