@@ -117,10 +117,6 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
 
     def _log(self, method: str, ctx, code: str, started: float, exc: BaseException | None = None) -> None:
         elapsed = time.perf_counter() - started
-        if self._metrics:
-            label = metrics.method_label(method)
-            metrics.SERVER_HANDLED.labels(self._service, label, code).inc()
-            metrics.SERVER_LATENCY.labels(self._service, label).observe(elapsed)
         fields = {
             "service": self._service,
             "method": method,
@@ -140,9 +136,13 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             self._in_flight.inc()
         return tracing.start_server_span(method, headers) if tracing.enabled() else None
 
-    def _end(self, span, code: str) -> None:
+    def _end(self, span, method: str, code: str, started: float) -> None:
+        """Exactly once per RPC, however it ended (a client that went away mid-stream: CANCELLED)."""
         if self._metrics:
             self._in_flight.dec()
+            label = metrics.method_label(method)
+            metrics.SERVER_HANDLED.labels(self._service, label, code).inc()
+            metrics.SERVER_LATENCY.labels(self._service, label).observe(time.perf_counter() - started)
         if span is not None:
             tracing.end_server_span(*span, code)
 
@@ -176,7 +176,7 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             finally:
                 if token is not None:
                     request_context.unbind(token)
-                self._end(span, code)
+                self._end(span, method, code, started)
 
         return wrapper
 
@@ -211,7 +211,7 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             finally:
                 if token is not None:
                     request_context.unbind(token)
-                self._end(span, code)
+                self._end(span, method, code, started)
 
         return wrapper
 

@@ -227,3 +227,20 @@ def test_an_error_response_carries_a_trace_id_that_finds_its_trace(client, recei
     logged = [json.loads(line) for line in (traced_mesh.log_dir / "rag.log").read_text().splitlines()
               if line.startswith("{") and trace_id in line]
     assert any(entry.get("code") == "NOT_FOUND" and entry["trace_id"] == trace_id for entry in logged)
+
+
+def test_domain_metrics_of_that_work_reach_prometheus(prometheus, client):
+    """After the uploads and the query above: ingestion, graph sync and answer metrics, scraped from the services."""
+    ready = settle(prometheus, 'docuthinker_documents_ingested_total{status="ready",file_type="txt"}', 2)
+    assert ready >= 2
+    assert scalar(prometheus, 'docuthinker_ingest_stage_duration_seconds_count{stage="embed"}') >= 2
+    assert scalar(prometheus, "docuthinker_chunks_embedded_total") >= 2
+    assert settle(prometheus, 'docuthinker_graph_sync_total{operation="upsert",outcome="done"}', 1) >= 1
+    assert scalar(prometheus, "docuthinker_graph_sync_lag_seconds_count") >= 1
+    assert scalar(prometheus, "docuthinker_answers_total") >= 1
+    assert scalar(prometheus, "docuthinker_retrieval_duration_seconds_count") >= 1
+    deadline = time.monotonic() + 30
+    while scalar(prometheus, 'docuthinker_graph_outbox{quantity="depth"}') != 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert scalar(prometheus, 'docuthinker_graph_outbox{quantity="depth"}') == 0  # drained
+    assert prometheus.query('docuthinker_llm_budget{budget="daily",quantity="limit_usd"}')
