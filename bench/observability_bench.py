@@ -27,19 +27,30 @@ import json
 import pathlib
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
+import asyncio
+
+import grpc
 import httpx
+import psutil
 
 from bench.environment import describe as environment
 from bench.stats import latency_summary, percentile
-from services.launcher.mesh import Mesh
-from tests.observability.otlp_receiver import OtlpReceiver
+from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
+from docuthinker.nlp.v1 import nlp_service_pb2_grpc as nlp_grpc
+from services.launcher.mesh import ROOT, Mesh
+from services.runtime import MeshSettings, ServiceBinding, create_server, open_channel, tracing
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 CONFIGS = ("off", "metrics", "tracing")
 GOALS = {"metrics": 0.01, "tracing": 0.03}
+# The RPCs between Python processes behind one REST list or search call (Envoy -> rag); the interceptors'
+# cost per such RPC (client and server side) times this is the runtime's share of a request.
+RPCS_PER_REQUEST = 1
 DOCUMENTS = {
     "lyon.txt": "The Lyon warehouse opened in 1998 and stores turbine parts for the southern region.",
     "lovelace.txt": "Ada Lovelace wrote the first published algorithm for Charles Babbage's Analytical Engine.",
@@ -48,6 +59,25 @@ DOCUMENTS = {
 }
 QUESTIONS = ["When did the warehouse open?", "Who wrote the first algorithm?", "When are expense reports due?",
              "What do new engineers get?", "turbine parts storage", "mentor pairing"]
+
+
+class _ReceiverProcess:
+    """The test suite's OTLP receiver in a child process: decoding spans must not share the GIL with what is timed."""
+
+    CODE = ("import sys; from tests.observability.otlp_receiver import OtlpReceiver; r = OtlpReceiver().start(); "
+            "print(r.port, flush=True); sys.stdin.read(); print(len(r.spans), len({s.trace_id for s in r.spans}), "
+            "flush=True)")
+
+    def __init__(self) -> None:
+        self._proc = subprocess.Popen([sys.executable, "-c", self.CODE], cwd=ROOT, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True)
+        self.endpoint = f"127.0.0.1:{int(self._proc.stdout.readline())}"
+
+    def stop(self) -> tuple[int, int]:
+        """(spans, traces) received."""
+        out, _ = self._proc.communicate("", timeout=30)
+        spans, traces = out.split()
+        return int(spans), int(traces)
 
 
 def _env(config: str, endpoint: str, sample: float) -> dict[str, str]:
@@ -105,8 +135,17 @@ def _timed(client: httpx.Client, operation: str, requests: int) -> list[float]:
     return samples
 
 
+def _cpu_s(processes: list[psutil.Process]) -> float:
+    """CPU seconds (user + system) the mesh's processes have used: far steadier than latency on a shared CPU."""
+    total = 0.0
+    for process in processes:
+        times = process.cpu_times()
+        total += times.user + times.system
+    return total
+
+
 def run(rounds: int, requests: int, sample: float, seed: int = 17) -> dict:
-    receiver = OtlpReceiver().start()
+    receiver = _ReceiverProcess()
     meshes: dict[str, Mesh] = {}
     clients: dict[str, httpx.Client] = {}
     with tempfile.TemporaryDirectory(prefix="obs-bench-") as tmp:
@@ -118,51 +157,124 @@ def run(rounds: int, requests: int, sample: float, seed: int = 17) -> dict:
             for config in CONFIGS:  # warm every path (model, caches, connections)
                 for operation in ("list", "search"):
                     _timed(clients[config], operation, 20)
-            spans_before = len(receiver.spans)
             samples = {c: {"list": [], "search": []} for c in CONFIGS}
             per_round = {c: {"list": [], "search": []} for c in CONFIGS}
+            cpu = {c: {"list": [], "search": []} for c in CONFIGS}
+            processes = {c: [psutil.Process(pid) for pid in meshes[c].pids().values()] for c in CONFIGS}
             order_rng = random.Random(seed)
             for _ in range(rounds):
                 order = list(CONFIGS)
                 order_rng.shuffle(order)
                 for operation in ("list", "search"):
                     for config in order:
+                        cpu_before = _cpu_s(processes[config])
                         taken = _timed(clients[config], operation, requests)
+                        cpu[config][operation].append((_cpu_s(processes[config]) - cpu_before) * 1000 / requests)
                         samples[config][operation].extend(taken)
                         per_round[config][operation].append(percentile(taken, 50))
             time.sleep(1.5)  # the last span batches
-            spans = len(receiver.spans) - spans_before
-            traced_requests = len({s.trace_id for s in receiver.spans[spans_before:]})
         finally:
             for client in clients.values():
                 client.close()
             for mesh in meshes.values():
                 mesh.stop()
-            receiver.stop()
-    return _report(samples, per_round, rounds, requests, sample, spans, traced_requests)
+            spans, traced_requests = receiver.stop()  # warm-up requests included
+    return _report(samples, per_round, cpu, rounds, requests, sample, spans, traced_requests)
 
 
-def _report(samples, per_round, rounds, requests, sample, spans, traced_requests) -> dict:
+def _report(samples, per_round, cpu, rounds, requests, sample, spans, traced_requests) -> dict:
     result: dict = {"operations": {}}
     for operation in ("list", "search"):
         summary = {c: latency_summary(samples[c][operation]) for c in CONFIGS}
+        cpu_ms = {c: round(sum(cpu[c][operation]) / len(cpu[c][operation]), 4) for c in CONFIGS}
         ratios = {}
         for config in ("metrics", "tracing"):
             paired = [on / off for on, off in zip(per_round[config][operation], per_round["off"][operation])]
             ratios[config] = {
+                "cpu_ms_per_request_ratio": round(cpu_ms[config] / cpu_ms["off"], 4),
                 "p50_ratio_median_of_rounds": round(statistics.median(paired), 4),
                 "p50_ratio_rounds_q1_q3": [round(percentile(paired, 25), 4), round(percentile(paired, 75), 4)],
                 "p50_ratio_pooled": round(summary[config]["p50"] / summary["off"]["p50"], 4),
                 "p95_ratio_pooled": round(summary[config]["p95"] / summary["off"]["p95"], 4),
                 "goal_overhead": GOALS[config],
             }
-        result["operations"][operation] = {"latency_ms": summary, "ratios_vs_off": ratios}
+        result["operations"][operation] = {"latency_ms": summary, "mesh_cpu_ms_per_request": cpu_ms,
+                                           "ratios_vs_off": ratios}
     total_timed = rounds * requests * 2
-    result["tracing"] = {"sample_ratio": sample, "timed_requests_on_traced_mesh": total_timed,
+    result["tracing"] = {"sample_ratio": sample, "requests_on_traced_mesh": total_timed + 40 + len(DOCUMENTS),
                          "traces_received": traced_requests, "spans_received": spans}
     result["plan"] = {"rounds": rounds, "requests_per_round_and_operation": requests, "concurrency": 1,
                       "interleaving": "per round, shuffled order of the three meshes; list then search"}
     return result
+
+
+# -- the interceptors alone: one unary RPC between two in-process endpoints, many times ---------------------
+class _Echo(nlp_grpc.NlpServiceServicer):
+    async def ComputeAnalytics(self, request, context):
+        return nlp_pb.ComputeAnalyticsResponse(characters=len(request.text))
+
+
+async def _micro(rounds: int, calls: int, sample: float, endpoint: str) -> dict:
+    """Per-call latency of a trivial unary RPC (client + server interceptors both) with the runtime's metrics
+    off / on / on with tracing at ``sample``; servers and channels side by side, rounds interleaved."""
+    def binding() -> ServiceBinding:
+        return ServiceBinding("nlp", ["docuthinker.nlp.v1.NlpService"],
+                              lambda server: nlp_grpc.add_NlpServiceServicer_to_server(_Echo(), server))
+
+    off_settings, on_settings = MeshSettings(metrics_enabled=False), MeshSettings()
+    servers = {"off": await create_server(binding(), off_settings, port=0),
+               "metrics": await create_server(binding(), on_settings, port=0)}
+    channels = {"off": open_channel(f"127.0.0.1:{servers['off'].port}", off_settings),
+                "metrics": open_channel(f"127.0.0.1:{servers['metrics'].port}", on_settings)}
+    stubs = {"off": nlp_grpc.NlpServiceStub(channels["off"]), "metrics": nlp_grpc.NlpServiceStub(channels["metrics"]),
+             "tracing": nlp_grpc.NlpServiceStub(channels["metrics"])}
+    request = nlp_pb.ComputeAnalyticsRequest(text="x")
+    per_round: dict[str, list[float]] = {c: [] for c in CONFIGS}
+    cpu_round: dict[str, list[float]] = {c: [] for c in CONFIGS}
+    rng = random.Random(5)
+    try:
+        for stub in stubs.values():
+            for _ in range(200):
+                await stub.ComputeAnalytics(request)
+        for _ in range(rounds):
+            order = list(CONFIGS)
+            rng.shuffle(order)
+            for config in order:
+                if config == "tracing":
+                    tracing.configure("bench", endpoint, sample)
+                taken = []
+                cpu_started = time.process_time()
+                for n in range(calls):
+                    # A caller's sampled or unsampled trace, as Envoy would send it (``sample`` of them sampled).
+                    metadata = None
+                    if config == "tracing":
+                        flags = "01" if rng.random() < sample else "00"
+                        metadata = (("traceparent", f"00-{n + 1:032x}-{n + 1:016x}-{flags}"),)
+                    started = time.perf_counter()
+                    await stubs[config].ComputeAnalytics(request, metadata=metadata)
+                    taken.append((time.perf_counter() - started) * 1e6)
+                cpu_round[config].append((time.process_time() - cpu_started) * 1e6 / calls)
+                if config == "tracing":
+                    tracing.shutdown()
+                per_round[config].append(percentile(taken, 50))
+    finally:
+        for channel in channels.values():
+            await channel.close()
+        for server in servers.values():
+            await server.stop(0)
+    medians = {c: round(statistics.median(v), 2) for c, v in per_round.items()}
+    cpu = {c: round(statistics.median(v), 2) for c, v in cpu_round.items()}
+    return {
+        "rpc_p50_us_median_of_rounds": medians,
+        "added_us_per_rpc_p50": {c: round(medians[c] - medians["off"], 2) for c in ("metrics", "tracing")},
+        "cpu_us_per_rpc_median_of_rounds": cpu,
+        "added_cpu_us_per_rpc": {c: round(cpu[c] - cpu["off"], 2) for c in ("metrics", "tracing")},
+        "added_cpu_us_per_rpc_rounds_q1_q3": {
+            c: [round(percentile([a - b for a, b in zip(cpu_round[c], cpu_round["off"])], q), 2) for q in (25, 75)]
+            for c in ("metrics", "tracing")},
+        "rounds": rounds, "calls_per_round": calls, "sample_ratio": sample,
+        "what": "one unary RPC over loopback between in-process grpc.aio endpoints; client and server interceptors",
+    }
 
 
 def markdown(result: dict) -> str:
@@ -183,11 +295,23 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--sample", type=float, default=0.1)
+    parser.add_argument("--micro-rounds", type=int, default=10)
+    parser.add_argument("--micro-calls", type=int, default=400)
     parser.add_argument("--out", type=pathlib.Path,
                         default=RESULTS / f"observability-{dt.date.today().isoformat()}.json")
     args = parser.parse_args()
     started = time.time()
+    receiver = _ReceiverProcess()
+    try:
+        micro = asyncio.run(_micro(args.micro_rounds, args.micro_calls, args.sample, receiver.endpoint))
+    finally:
+        receiver.stop()
     result = run(args.rounds, args.requests, args.sample)
+    result["interceptors"] = micro
+    for data in result["operations"].values():
+        off_p50_us = data["latency_ms"]["off"]["p50"] * 1000
+        data["interceptor_cost_share_of_off_p50"] = {
+            c: round(micro["added_cpu_us_per_rpc"][c] * RPCS_PER_REQUEST / off_p50_us, 5) for c in ("metrics", "tracing")}
     result["environment"] = environment()
     result["wall_s"] = round(time.time() - started, 1)
     result["date"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
@@ -195,6 +319,7 @@ def main() -> None:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(markdown(result))
     print(json.dumps(result["tracing"]))
+    print(json.dumps(micro))
     print(args.out)
 
 
