@@ -30,6 +30,7 @@ from services.orchestrator.insights import InsightStore
 from services.orchestrator.intents import Encoder, IntentClassifier
 from services.orchestrator.llm import LanguageModels
 from services.orchestrator.mcp_client import McpHub
+from services.orchestrator.observability import register_metrics
 from services.orchestrator.servicer import Components, OrchestratorServicer
 from services.orchestrator.settings import OrchestratorSettings
 from services.orchestrator.summarizer import conversation_summarizer
@@ -37,7 +38,6 @@ from services.orchestrator.supervisor import Supervisor, llm_classifier
 from services.orchestrator.tokens import TokenBudget
 from services.orchestrator.tools import ToolRegistry, register_builtins
 from services.providers.pricing import load_price_table
-from services.orchestrator.observability import register_metrics
 from services.providers.router import Router, get_router
 from services.providers.settings import provider_settings
 from services.runtime import MeshSettings, ServiceBinding, service_channel
