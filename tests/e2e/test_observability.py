@@ -229,12 +229,21 @@ def test_an_error_response_carries_a_trace_id_that_finds_its_trace(client, recei
     assert any(entry.get("code") == "NOT_FOUND" and entry["trace_id"] == trace_id for entry in logged)
 
 
-def test_domain_metrics_of_that_work_reach_prometheus(prometheus, client):
-    """After the uploads and the query above: ingestion, graph sync and answer metrics, scraped from the services."""
-    ready = settle(prometheus, 'docuthinker_documents_ingested_total{status="ready",file_type="txt"}', 2)
-    assert ready >= 2
-    assert scalar(prometheus, 'docuthinker_ingest_stage_duration_seconds_count{stage="embed"}') >= 2
-    assert scalar(prometheus, "docuthinker_chunks_embedded_total") >= 2
+def test_domain_metrics_of_real_work_reach_prometheus(prometheus, client):
+    """An upload (new, then again: a duplicate) and a question: ingestion, graph sync and answer metrics."""
+    ready, duplicate = ('docuthinker_documents_ingested_total{status="%s",file_type="txt"}' % s
+                        for s in ("ready", "duplicate"))
+    before = {q: scalar(prometheus, q) for q in (ready, duplicate)}
+    text = f"Domain metrics check {os.urandom(4).hex()}: the Rhine flows through Basel and Cologne.\n".encode()
+    for _ in range(2):
+        reply = client.post("/v1/documents", params={"filename": "rhine.txt"}, content=text,
+                            headers={"Content-Type": "text/plain"})
+        assert reply.status_code == 200 and "done" in sse_events(reply.text)[-1], reply.text
+    assert client.post("/v1/query", json={"question": "Which cities does the Rhine flow through?"}).status_code == 200
+    assert settle(prometheus, ready, before[ready] + 1) - before[ready] == 1
+    assert settle(prometheus, duplicate, before[duplicate] + 1) - before[duplicate] == 1
+    assert scalar(prometheus, 'docuthinker_ingest_stage_duration_seconds_count{stage="embed"}') >= 1
+    assert scalar(prometheus, "docuthinker_chunks_embedded_total") >= 1
     assert settle(prometheus, 'docuthinker_graph_sync_total{operation="upsert",outcome="done"}', 1) >= 1
     assert scalar(prometheus, "docuthinker_graph_sync_lag_seconds_count") >= 1
     assert scalar(prometheus, "docuthinker_answers_total") >= 1
