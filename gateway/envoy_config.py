@@ -212,10 +212,12 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
                                 {
                                     "name": "envoy.access_loggers.stdout",
                                     "typed_config": {
-                                        "@type": "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog"
+                                        "@type": "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
+                                        "log_format": {"json_format": ACCESS_LOG_FORMAT},
                                     },
                                 }
                             ],
+                            **_tracing(settings),
                             "local_reply_config": {
                                 "mappers": [
                                     *(edge_auth.local_reply_mappers() if auth is not None and auth.enabled else []),
@@ -246,16 +248,60 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
             }
         ],
     }
-    return {
+    clusters = [*(_cluster(s, settings, full_names[s]) for s in SERVICE_NAMES), *http_apps.clusters(settings)]
+    bootstrap = {
         "admin": {
             "address": {"socket_address": {"address": "127.0.0.1", "port_value": settings.gateway_admin_port}},
             "ignore_global_conn_limit": True,
         },
         "overload_manager": edge_policy.overload_manager(edge),
-        "static_resources": {
-            "listeners": [listener],
-            "clusters": [*(_cluster(s, settings, full_names[s]) for s in SERVICE_NAMES), *http_apps.clusters(settings)],
+        "static_resources": {"listeners": [listener], "clusters": clusters},
+    }
+    if settings.gateway_stats_port:
+        bootstrap["static_resources"]["listeners"].append(_stats_listener(settings))
+        clusters.append(_static_cluster(ADMIN_CLUSTER, "127.0.0.1", settings.gateway_admin_port, http2=False))
+    if settings.otlp_endpoint:
+        clusters.append(_collector_cluster(settings.otlp_endpoint))
+        # Export spans every half second (Envoy's default is 5 s), so a trace is complete soon after its request.
+        bootstrap["layered_runtime"] = {"layers": [{"name": "tracing", "static_layer": {
+            "tracing.opentelemetry.flush_interval_ms": 500, "tracing.opentelemetry.min_flush_spans": 1}}]}
+    return bootstrap
+
         },
+    }
+    if http2:
+        cluster["typed_extension_protocol_options"] = {
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+                "explicit_http_config": {"http2_protocol_options": {}},
+            }
+        }
+    return cluster
+
+
+ADMIN_CLUSTER = "envoy_admin"
+
+
+def _stats_listener(settings: MeshSettings) -> dict:
+    """Only GET /stats/prometheus of the admin interface, on the service interface (the admin stays local)."""
+    return {
+        "name": "stats",
+        "address": {"socket_address": {"address": settings.host, "port_value": settings.gateway_stats_port}},
+        "ignore_global_conn_limit": True,  # scrapes must get through when clients hold every connection
+        "filter_chains": [{"filters": [{
+            "name": "envoy.filters.network.http_connection_manager",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                "stat_prefix": "stats",
+                "route_config": {"name": "stats", "virtual_hosts": [{"name": "stats", "domains": ["*"], "routes": [
+                    {"match": {"path": "/stats/prometheus", "headers": [
+                        {"name": ":method", "string_match": {"exact": "GET"}}]},
+                     "route": {"cluster": ADMIN_CLUSTER}},
+                ]}]},
+                "http_filters": [{"name": "envoy.filters.http.router", "typed_config": {
+                    "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}],
+            },
+        }]}],
     }
 
 

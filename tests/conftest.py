@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import os
 import pathlib
+import sys
 
 import pytest
+
+# pytest puts tests/ on sys.path (this conftest has no package), where tests/gateway would shadow the
+# top-level `gateway` package and its submodules resolve through the editable install (another
+# checkout's code in a worktree): the checkout's root comes first.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import services  # noqa: F401  (sets OpenMP's wait policy before torch, faiss or llama.cpp load it)
 

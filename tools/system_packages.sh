@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Debian packages the mesh uses beyond the Python tree: Tesseract, for OCR of scanned PDFs and
-# page images; Chromium, for the web app's browser test (Playwright drives /usr/bin/chromium).
+# page images; Chromium, for the web app's browser test (Playwright drives /usr/bin/chromium);
+# Prometheus (with promtool), for the local metrics server and the alert-rule checks.
 # Installed only when missing, and only where apt-get can run (root); elsewhere it says what to
 # install and carries on: everything but OCR (and the browser test) works without them.
 set -euo pipefail
-PACKAGES=(tesseract-ocr tesseract-ocr-eng chromium)
+PACKAGES=(tesseract-ocr tesseract-ocr-eng chromium prometheus)
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

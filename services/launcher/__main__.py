@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -18,6 +19,9 @@ from services.runtime.config import SERVICE_NAMES, MeshSettings
 def main() -> int:
     parser = argparse.ArgumentParser(description="Run the DocuThinker mesh locally.")
     parser.add_argument("--no-demo", action="store_true", help="skip the sample upload and question")
+    parser.add_argument("--prometheus", action="store_true", default=os.environ.get("DOCUTHINKER_PROMETHEUS") == "1",
+                        help="also start a local Prometheus scraping the mesh (or DOCUTHINKER_PROMETHEUS=1)")
+    parser.add_argument("--prometheus-port", type=int, default=9090, help="port of that Prometheus (default 9090)")
     args = parser.parse_args()
     settings = MeshSettings()
     launcher = LauncherSettings()
@@ -39,6 +43,19 @@ def main() -> int:
     print(f"OpenAI-compatible chat API:  {mesh.base_url}/v1/chat/completions")
     for name in SERVICE_NAMES:
         print(f"{name:<13} gRPC:          {mesh.grpc_target(name)}")
+    for name, url in mesh.metrics_urls().items():
+        print(f"{name:<13} metrics:       {url}")
+    if mesh.settings.otlp_endpoint:
+        print(f"traces (OTLP/gRPC):          {mesh.settings.otlp_endpoint}")
+    local_prometheus = None
+    if args.prometheus:
+        from services.launcher.prometheus import LocalPrometheus
+
+        try:
+            local_prometheus = LocalPrometheus(mesh, mesh.log_dir / "prometheus", port=args.prometheus_port).start()
+            print(f"Prometheus (scraping the mesh): {local_prometheus.url}")
+        except (RuntimeError, TimeoutError) as exc:
+            print(f"prometheus failed to start: {exc}", file=sys.stderr)
     print(f"logs: {mesh.log_dir}   data: {mesh.data_dir}")
     print("all services SERVING", flush=True)
     if mesh.auth.enabled:
@@ -70,6 +87,8 @@ def main() -> int:
             break
     if supervisor is not None:
         supervisor.stop()
+    if local_prometheus is not None:
+        local_prometheus.stop()
     codes = mesh.stop()
     print(f"stopped: {codes}", flush=True)
     return 0

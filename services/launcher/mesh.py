@@ -114,7 +114,8 @@ class Mesh:
         env["DOCUTHINKER_DATA_DIR"] = str(self.data_dir)
         env["DOCUTHINKER_LOG_DIR"] = str(self.log_dir)
         if self.auto_ports:
-            for name in (*SERVICE_NAMES, *HTTP_APPS, "gateway", "gateway_admin"):
+            names = (*SERVICE_NAMES, *HTTP_APPS, "gateway", "gateway_admin", *(f"{s}_metrics" for s in SERVICE_NAMES))
+            for name in names:
                 env[f"DOCUTHINKER_{name.upper()}_PORT"] = str(free_port())
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -143,6 +144,14 @@ class Mesh:
 
     def grpc_target(self, service: str) -> str:
         return self.settings.address_of(service)
+
+    def metrics_urls(self) -> dict[str, str]:
+        """Where each process serves Prometheus metrics (Envoy: its admin ``/stats/prometheus``)."""
+        urls = {}
+        if self.settings.metrics_enabled:
+            urls = {s: f"http://{self.settings.host}:{self.settings.metrics_port_of(s)}/metrics" for s in SERVICE_NAMES}
+        urls["gateway"] = f"{self.admin_url}/stats/prometheus"
+        return urls
 
     # -- lifecycle -------------------------------------------------------------------
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:

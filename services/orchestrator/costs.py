@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from services.orchestrator.database import Database
 from services.providers.base import Usage
 from services.providers.pricing import PriceTable
-from services.runtime import request_context
+from services.runtime import domain_metrics, request_context
 from services.runtime.errors import InvalidArgument, ResourceExhausted
 
 PERIODS = ("today", "week", "month")
@@ -189,6 +189,7 @@ class CostTracker:
                 ),
             )
             conn.execute("DELETE FROM cost_records WHERE ts < ?", (now - self._retention_s,))
+        domain_metrics.LLM_COST.labels(provider, model).inc(cost)
         spend = _spend.get()
         if spend is not None:
             spend.costs.append(cost)

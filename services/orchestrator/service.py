@@ -30,6 +30,7 @@ from services.orchestrator.insights import InsightStore
 from services.orchestrator.intents import Encoder, IntentClassifier
 from services.orchestrator.llm import LanguageModels
 from services.orchestrator.mcp_client import McpHub
+from services.orchestrator.observability import register_metrics
 from services.orchestrator.servicer import Components, OrchestratorServicer
 from services.orchestrator.settings import OrchestratorSettings
 from services.orchestrator.summarizer import conversation_summarizer
@@ -82,6 +83,7 @@ def binding(
     summarize = conversation_summarizer(llm, mesh)
     tokens = TokenBudget(prices)
     dlq = DeadLetterQueue(db, max_retries=config.dlq_max_retries, backoff_s=config.dlq_backoff_s)
+    register_metrics(breakers, dlq, costs)
     insights = InsightStore(db)
     conversations = ConversationStore(
         db,

@@ -36,7 +36,7 @@ from services.providers.json_output import validated
 from services.providers.pricing import load_price_table
 from services.providers.registry import FREE_FORM_TASKS, build_providers, enabling_variables, serves
 from services.providers.settings import ProviderSettings, provider_settings
-from services.runtime import request_context
+from services.runtime import domain_metrics, request_context, tracing
 from services.runtime.errors import DeadlineExceeded, Unavailable
 
 log = logging.getLogger("docuthinker.providers")
@@ -202,6 +202,7 @@ class Router:
 
     async def _report(self, record: CallRecord) -> None:
         self._stats.record(record)
+        _observe(record)
         for listener in self._listeners:
             try:
                 outcome = listener(record)
@@ -209,6 +210,25 @@ class Router:
                     await outcome
             except Exception:  # noqa: BLE001 - a broken listener must not fail the call
                 log.exception("provider call listener failed")
+
+
+def _observe(record: CallRecord) -> None:
+    """Metrics and a span of one provider call (its tokens as span attributes)."""
+    model = record.result.model if record.result is not None else ""
+    usage = record.usage
+    outcome = "ok" if record.error is None else record.error.kind
+    domain_metrics.LLM_CALLS.labels(record.provider, model, str(outcome)).inc()
+    domain_metrics.LLM_SECONDS.labels(record.provider).observe(record.latency_s)
+    for kind, count in (("input", usage.input_tokens), ("output", usage.output_tokens),
+                        ("cache_read", usage.cache_read_tokens)):
+        if count:
+            domain_metrics.LLM_TOKENS.labels(record.provider, model, kind).inc(count)
+    tracing.record_span(
+        "llm.generate", time.perf_counter() - record.latency_s,
+        **{"gen_ai.system": record.provider, "gen_ai.request.model": model or None, "docuthinker.task": record.task,
+           "gen_ai.usage.input_tokens": usage.input_tokens + usage.cache_read_tokens,
+           "gen_ai.usage.output_tokens": usage.output_tokens, "docuthinker.outcome": str(outcome)},
+    )
 
 
 def _tenant() -> str:

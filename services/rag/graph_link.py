@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import time
 from collections.abc import Callable, Sequence
 
 from services.rag.documents import DocumentRecord, GraphSyncState, Section
@@ -19,6 +20,18 @@ from services.rag.graph_outbox import GraphOutbox
 from services.rag.graph_settings import GraphSyncSettings
 from services.rag.graph_worker import DocumentSource, GraphSyncWorker
 from services.rag.locks import KeyedLocks
+from services.runtime.domain_metrics import register_state
+
+
+def register_outbox_metrics(outbox: GraphOutbox) -> None:
+    """Outbox depth and the age of its oldest intent, read at scrape time."""
+    def read():
+        depth, oldest = outbox.depth()
+        age = max(0.0, time.time() - oldest) if oldest is not None else 0.0
+        return [(("depth",), depth), (("oldest_age_seconds",), age)]
+
+    register_state("docuthinker_graph_outbox", "Graph outbox: intents waiting, and the age of the oldest.",
+                   ["quantity"], read)
 
 
 class OutboxGraphSync:
@@ -56,6 +69,7 @@ class GraphLink:
         self._settings = settings
         self.worker: GraphSyncWorker | None = None
         self.port = OutboxGraphSync(outbox, settings.sync, self._notify)
+        register_outbox_metrics(outbox)
 
     @classmethod
     def open(cls, database: pathlib.Path, feed: GraphFeed, settings: GraphSyncSettings) -> GraphLink:

@@ -8,6 +8,9 @@ intent that was replaced meanwhile never completes the newer one. Rows leave the
 when the worker completes them: a graph or NLP outage leaves them pending, with the attempt
 count, last error and next attempt time (backoff), and a restart picks them up again.
 
+Each intent keeps the trace context (W3C ``traceparent``) of the request that queued it, so the
+worker's span continues that request's trace (``services.runtime.tracing.background``).
+
 Completing an upsert marks the document SYNCED in the same transaction, and only if it is
 still READY and PENDING, so a document never claims a sync of content it no longer has.
 """
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from services.rag.documents import DocumentStatus, GraphSyncState
+from services.runtime import tracing
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS graph_outbox (
@@ -38,7 +42,8 @@ CREATE TABLE IF NOT EXISTS graph_outbox (
 );
 CREATE INDEX IF NOT EXISTS graph_outbox_due ON graph_outbox (next_attempt_time, sequence);
 """
-COLUMNS = "tenant, document_id, operation, sequence, attempts, last_error, facts, enqueue_time, next_attempt_time"
+COLUMNS = ("tenant, document_id, operation, sequence, attempts, last_error, facts, enqueue_time, next_attempt_time, "
+           "trace_context")
 MAX_ERROR_CHARS = 2000
 
 
@@ -59,6 +64,8 @@ class OutboxEntry:
     """The extracted facts (JSON), kept once NLP succeeded so a graph outage does not redo NLP."""
     enqueue_time: float
     next_attempt_time: float
+    trace_context: str | None = None
+    """``traceparent`` of the request that queued the intent (None: tracing was off)."""
 
 
 def _entry(row: sqlite3.Row) -> OutboxEntry:
@@ -66,6 +73,7 @@ def _entry(row: sqlite3.Row) -> OutboxEntry:
         tenant=row["tenant"], document_id=row["document_id"], operation=Operation(row["operation"]),
         sequence=row["sequence"], attempts=row["attempts"], last_error=row["last_error"], facts=row["facts"],
         enqueue_time=row["enqueue_time"], next_attempt_time=row["next_attempt_time"],
+        trace_context=row["trace_context"],
     )
 
 
@@ -81,6 +89,9 @@ class GraphOutbox:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA busy_timeout=10000")
             self._conn.executescript(SCHEMA)
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(graph_outbox)")}
+            if "trace_context" not in columns:  # a database from before tracing
+                self._conn.execute("ALTER TABLE graph_outbox ADD COLUMN trace_context TEXT")
 
     def close(self) -> None:
         with self._lock:
@@ -100,11 +111,19 @@ class GraphOutbox:
 
     # -- intents ---------------------------------------------------------------------
     def enqueue_upsert(self, tenant: str, document_id: str) -> int:
-        return self._write(lambda db: _put(db, tenant, document_id, Operation.UPSERT, time.time()))
+        trace_context = tracing.current_traceparent()
+        return self._write(lambda db: _put(db, tenant, document_id, Operation.UPSERT, time.time(), trace_context))
 
     def enqueue_delete(self, tenant: str, document_id: str) -> int:
         """Replaces any pending upsert of the document: its facts must leave the graph, not arrive."""
-        return self._write(lambda db: _put(db, tenant, document_id, Operation.DELETE, time.time()))
+        trace_context = tracing.current_traceparent()
+        return self._write(lambda db: _put(db, tenant, document_id, Operation.DELETE, time.time(), trace_context))
+
+    def depth(self) -> tuple[int, float | None]:
+        """How many intents wait, and the enqueue time of the oldest (None: empty)."""
+        with self._lock:
+            count, oldest = self._conn.execute("SELECT COUNT(*), MIN(enqueue_time) FROM graph_outbox").fetchone()
+        return int(count), oldest
 
     def reconcile(self) -> int:
         """Queues READY documents that say PENDING but have no entry (a crash between publish and
@@ -185,7 +204,7 @@ class GraphOutbox:
         def work(db: sqlite3.Connection) -> bool:
             if not _remove_if_current(db, entry):
                 return False
-            _put(db, entry.tenant, entry.document_id, operation, time.time())
+            _put(db, entry.tenant, entry.document_id, operation, time.time(), entry.trace_context)
             return True
 
         return self._write(work)
@@ -217,15 +236,16 @@ class GraphOutbox:
         return _entry(row) if row else None
 
 
-def _put(db: sqlite3.Connection, tenant: str, document_id: str, operation: Operation, now: float) -> int:
+def _put(db: sqlite3.Connection, tenant: str, document_id: str, operation: Operation, now: float,
+         trace_context: str | None = None) -> int:
     # A new sequence each time, above every live one, so a replaced intent never matches a reader's copy.
     sequence = db.execute("SELECT COALESCE(MAX(sequence), 0) + 1 FROM graph_outbox").fetchone()[0]
     db.execute(
-        f"INSERT INTO graph_outbox ({COLUMNS}) VALUES (?, ?, ?, ?, 0, '', NULL, ?, ?) "
+        f"INSERT INTO graph_outbox ({COLUMNS}) VALUES (?, ?, ?, ?, 0, '', NULL, ?, ?, ?) "
         "ON CONFLICT(tenant, document_id) DO UPDATE SET operation=excluded.operation, sequence=excluded.sequence, "
         "attempts=0, last_error='', facts=NULL, enqueue_time=excluded.enqueue_time, "
-        "next_attempt_time=excluded.next_attempt_time",
-        (tenant, document_id, operation.value, sequence, now, now),
+        "next_attempt_time=excluded.next_attempt_time, trace_context=excluded.trace_context",
+        (tenant, document_id, operation.value, sequence, now, now, trace_context),
     )
     return sequence
 

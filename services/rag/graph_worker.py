@@ -33,7 +33,14 @@ from services.rag.graph_feed import DocumentFacts, GraphFeed
 from services.rag.graph_outbox import GraphOutbox, Operation, OutboxEntry
 from services.rag.graph_settings import GraphSyncSettings
 from services.rag.locks import KeyedLocks
-from services.runtime.errors import DeadlineExceeded, DomainError, Unavailable
+            with tracing.background(f"graph_sync.{entry.operation.value}", entry.trace_context,
+                                    **{"docuthinker.attempt": entry.attempts + 1}):
+                if entry.operation is Operation.DELETE:
+                    await self._delete(entry)
+                else:
+                    await self._upsert(entry)
+            domain_metrics.GRAPH_SYNC.labels(entry.operation.value, "done").inc()
+            self._peer_outage = False
 
 log = logging.getLogger("docuthinker.rag.graph")
 
@@ -157,14 +164,18 @@ class GraphSyncWorker:
         if entry is None:
             return False
         try:
-            if entry.operation is Operation.DELETE:
-                await self._delete(entry)
-            else:
-                await self._upsert(entry)
+            with tracing.background(f"graph_sync.{entry.operation.value}", entry.trace_context,
+                                    **{"docuthinker.attempt": entry.attempts + 1}):
+                if entry.operation is Operation.DELETE:
+                    await self._delete(entry)
+                else:
+                    await self._upsert(entry)
+            domain_metrics.GRAPH_SYNC.labels(entry.operation.value, "done").inc()
             self._peer_outage = False
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - recorded on the entry, retried later
+            domain_metrics.GRAPH_SYNC.labels(entry.operation.value, "retry").inc()
             delay = self._retry.delay_s(entry.attempts + 1)
             self._peer_outage = isinstance(exc, Unavailable | DeadlineExceeded)
             await asyncio.to_thread(self._outbox.retry_later, entry, _describe(exc), delay)
@@ -200,6 +211,7 @@ class GraphSyncWorker:
         await self._feed.publish(record, facts)
         published = time.perf_counter()
         current = await asyncio.to_thread(self._outbox.complete, entry, True)
+        domain_metrics.GRAPH_SYNC_LAG.observe(max(0.0, time.time() - entry.enqueue_time))
         log.info("document synced to the knowledge graph", extra={"fields": {
             "document_id": record.document_id, "tenant": record.tenant, "topics": len(facts.topics),
             "entities": len(facts.entities), "facts_cached": cached, "superseded": not current,

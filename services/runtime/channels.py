@@ -43,7 +43,7 @@ def open_channel(target: str, settings: MeshSettings, *, retries: bool = True) -
     if retries:
         options.append(("grpc.service_config", json.dumps(_RETRY_SERVICE_CONFIG)))
     return grpc.aio.insecure_channel(
-        target, options=options, interceptors=client_interceptors(settings.downstream_timeout_s)
+        target, options=options, interceptors=client_interceptors(settings.downstream_timeout_s, settings.metrics_enabled)
     )
 
 

@@ -36,6 +36,9 @@ class MeshSettings(BaseSettings):
     """Envoy's public listener (REST and gRPC)."""
     gateway_admin_port: int = 9901
     """Envoy admin interface, bound to 127.0.0.1 only."""
+    gateway_stats_port: int = 0
+    """An Envoy listener serving only its Prometheus stats (``/stats/prometheus``), for a Prometheus that cannot
+    reach the admin port (a cluster); 0: none."""
     data_dir: pathlib.Path = pathlib.Path("data")
     """Root of every embedded store (SQLite, Chroma, FAISS, BM25, graph)."""
     log_dir: pathlib.Path = pathlib.Path("logs")
@@ -53,8 +56,26 @@ class MeshSettings(BaseSettings):
     max_upload_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
     """Largest accepted document: Envoy answers 413 above it, the RAG service RESOURCE_EXHAUSTED."""
 
+    metrics_enabled: bool = True
+    """Record RPC metrics and serve them (``/metrics``) on each process's metrics port."""
+    orchestrator_metrics_port: int = 9460
+    """Prometheus ``/metrics`` port of the orchestrator (Envoy's are on its admin port, ``/stats/prometheus``)."""
+    rag_metrics_port: int = 9461
+    """Prometheus ``/metrics`` port of the RAG service."""
+    nlp_metrics_port: int = 9462
+    """Prometheus ``/metrics`` port of the NLP service."""
+    graph_metrics_port: int = 9463
+    """Prometheus ``/metrics`` port of the graph service."""
+    otlp_endpoint: str = ""
+    """OTLP/gRPC trace collector (``host:port``) for Envoy and every service; empty: tracing off."""
+    trace_sample_ratio: float = Field(default=1.0, ge=0, le=1)
+    """Share of requests traced (Envoy samples at the edge; services follow its decision)."""
+
     def port_of(self, service: str) -> int:
         return int(getattr(self, f"{service}_port"))
+
+    def metrics_port_of(self, service: str) -> int:
+        return int(getattr(self, f"{service}_metrics_port"))
 
     def address_of(self, service: str) -> str:
         return f"{self.host}:{self.port_of(service)}"

@@ -119,13 +119,37 @@ def require(condition: bool, field_name: str, description: str) -> None:
         )
 
 
-def status_from_exception(exc: BaseException) -> status_pb2.Status:
-    """The in-band ``google.rpc.Status`` for any exception (domain or not)."""
+TRACE_ID_KEY = "trace_id"
+
+
+def status_from_exception(exc: BaseException, trace_id: str | None = None) -> status_pb2.Status:
+    """The in-band ``google.rpc.Status`` for any exception (domain or not).
+
+    With a ``trace_id`` (tracing on), ``ErrorInfo.metadata["trace_id"]`` names the request's trace,
+    so a user can quote it and an operator find the trace; an error without ``ErrorInfo`` gets one.
+    """
     if isinstance(exc, DomainError):
-        return exc.to_status_proto()
-    if isinstance(exc, grpc.aio.AioRpcError):
-        return status_pb2.Status(code=exc.code().value[0], message=exc.details() or "")
-    return status_pb2.Status(code=code_pb2.INTERNAL, message="internal error")
+        status = exc.to_status_proto()
+    elif isinstance(exc, grpc.aio.AioRpcError):
+        status = status_pb2.Status(code=exc.code().value[0], message=exc.details() or "")
+    else:
+        status = status_pb2.Status(code=code_pb2.INTERNAL, message="internal error")
+    if trace_id:
+        _add_trace_id(status, trace_id)
+    return status
+
+
+def _add_trace_id(status: status_pb2.Status, trace_id: str) -> None:
+    for detail in status.details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            info.metadata[TRACE_ID_KEY] = trace_id
+            detail.Pack(info)
+            return
+    reason = code_pb2.Code.Name(status.code) if status.code in code_pb2.Code.values() else "UNKNOWN"
+    info = error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN, metadata={TRACE_ID_KEY: trace_id})
+    status.details.insert(0, _pack(info))
 
 
 def from_rpc_error(exc: grpc.aio.AioRpcError, service: str) -> DomainError:

@@ -10,10 +10,15 @@ Server side, every handler kind is wrapped so that:
   before the first message the failure is the RPC status, so REST callers get the right
   HTTP code.
 Client side, calls carry the request id and tenant on, and the caller's remaining deadline.
+
+Both sides record the mesh's RPC metrics (``services.runtime.metrics``) and, with tracing on,
+a span per RPC that continues the caller's trace (``services.runtime.tracing``); an error's
+``ErrorInfo.metadata`` then carries the ``trace_id`` a user can quote.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -23,7 +28,7 @@ import grpc
 from google.protobuf import descriptor_pool, message_factory
 from grpc_status import rpc_status
 
-from services.runtime import request_context
+from services.runtime import metrics, request_context, tracing
 from services.runtime.errors import DomainError, InvalidArgument, FieldViolation, status_from_exception
 
 log = logging.getLogger("docuthinker.rpc")
@@ -49,14 +54,16 @@ def _stream_response_class(method: str):
 
 
 async def _abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:
-    status = rpc_status.to_status(status_from_exception(exc))
+    status = rpc_status.to_status(status_from_exception(exc, tracing.current_trace_id()))
     await context.abort(status.code, status.details, trailing_metadata=status.trailing_metadata)
 
 
 class ServerInterceptor(grpc.aio.ServerInterceptor):
-    def __init__(self, service_name: str, default_tenant: str) -> None:
+    def __init__(self, service_name: str, default_tenant: str, record_metrics: bool = True) -> None:
         self._service = service_name
         self._default_tenant = default_tenant
+        self._metrics = record_metrics
+        self._in_flight = metrics.SERVER_IN_FLIGHT.labels(service_name)
 
     async def intercept_service(
         self,
@@ -109,11 +116,12 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
         )
 
     def _log(self, method: str, ctx, code: str, started: float, exc: BaseException | None = None) -> None:
+        elapsed = time.perf_counter() - started
         fields = {
             "service": self._service,
             "method": method,
             "code": code,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+            "duration_ms": round(elapsed * 1000, 2),
             "request_id": ctx.request_id if ctx else None,
             "tenant": ctx.tenant if ctx else None,
         }
@@ -122,30 +130,53 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
         else:
             log.info("rpc", extra={"fields": fields})
 
+    def _begin(self, method: str, headers: dict[str, str]):
+        if self._metrics:
+            metrics.SERVER_STARTED.labels(self._service, metrics.method_label(method)).inc()
+            self._in_flight.inc()
+        return tracing.start_server_span(method, headers) if tracing.enabled() else None
+
+    def _end(self, span, method: str, code: str, started: float) -> None:
+        """Exactly once per RPC, however it ended (a client that went away mid-stream: CANCELLED)."""
+        if self._metrics:
+            self._in_flight.dec()
+            label = metrics.method_label(method)
+            metrics.SERVER_HANDLED.labels(self._service, label, code).inc()
+            metrics.SERVER_LATENCY.labels(self._service, label).observe(time.perf_counter() - started)
+        if span is not None:
+            tracing.end_server_span(*span, code)
+
     def _wrap_unary(self, behavior, method: str, headers: dict[str, str]):
         async def wrapper(request, context: grpc.aio.ServicerContext):
             started = time.perf_counter()
             ctx = None
             token = None
+            span = self._begin(method, headers)
+            code = "INTERNAL"
             try:
                 ctx = self._context_for(headers, context)
                 token = request_context.bind(ctx)
                 result = await behavior(request, context)
-                self._log(method, ctx, "OK", started)
+                code = "OK"
+                self._log(method, ctx, code, started)
                 return result
             except grpc.aio.AbortError:
-                self._log(method, ctx, "ABORTED_BY_HANDLER", started)
+                code = "ABORTED_BY_HANDLER"
+                self._log(method, ctx, code, started)
                 raise
             except NotImplementedError:
                 exc = _unimplemented(method)
-                self._log(method, ctx, exc.code.name, started, exc)
+                code = exc.code.name
+                self._log(method, ctx, code, started, exc)
                 await _abort(context, exc)
             except Exception as exc:  # noqa: BLE001 - the mapping of last resort
-                self._log(method, ctx, getattr(getattr(exc, "code", None), "name", "INTERNAL"), started, exc)
+                code = getattr(getattr(exc, "code", None), "name", "INTERNAL")
+                self._log(method, ctx, code, started, exc)
                 await _abort(context, exc)
             finally:
                 if token is not None:
                     request_context.unbind(token)
+                self._end(span, method, code, started)
 
         return wrapper
 
@@ -155,26 +186,32 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             ctx = None
             token = None
             sent = 0
+            span = self._begin(method, headers)
+            code = "CANCELLED"
             try:
                 ctx = self._context_for(headers, context)
                 token = request_context.bind(ctx)
                 async for message in behavior(request, context):
                     sent += 1
                     yield message
-                self._log(method, ctx, "OK", started)
+                code = "OK"
+                self._log(method, ctx, code, started)
             except grpc.aio.AbortError:
+                code = "ABORTED_BY_HANDLER"
                 raise
             except Exception as exc:  # noqa: BLE001
                 if isinstance(exc, NotImplementedError):
                     exc = _unimplemented(method)
-                self._log(method, ctx, getattr(getattr(exc, "code", None), "name", "INTERNAL"), started, exc)
+                code = getattr(getattr(exc, "code", None), "name", "INTERNAL")
+                self._log(method, ctx, code, started, exc)
                 if sent and response_class is not None:
-                    yield response_class(error=status_from_exception(exc))
+                    yield response_class(error=status_from_exception(exc, tracing.current_trace_id()))
                     return
                 await _abort(context, exc)
             finally:
                 if token is not None:
                     request_context.unbind(token)
+                self._end(span, method, code, started)
 
         return wrapper
 
@@ -186,12 +223,14 @@ def _unimplemented(method: str) -> DomainError:
 
 
 class _ClientPropagation:
-    """Adds request id and tenant metadata and the caller's remaining deadline to a call."""
+    """Adds request id, tenant and trace metadata and the caller's remaining deadline to a call;
+    records the call's metrics (and span) when it completes."""
 
-    def __init__(self, default_timeout: float) -> None:
+    def __init__(self, default_timeout: float, record_metrics: bool = True) -> None:
         self._default_timeout = default_timeout
+        self._metrics = record_metrics
 
-    def _details(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+    def _details(self, details: grpc.aio.ClientCallDetails, trace_headers=None) -> grpc.aio.ClientCallDetails:
         ctx = request_context.current()
         metadata = grpc.aio.Metadata(*(details.metadata or ()))
         timeout = details.timeout
@@ -203,37 +242,100 @@ class _ClientPropagation:
             remaining = ctx.time_remaining()
             if remaining is not None:
                 timeout = remaining if timeout is None else min(timeout, remaining)
+        for key, value in (trace_headers or {}).items():
+            metadata[key] = value
         if timeout is None:
             timeout = self._default_timeout
         return grpc.aio.ClientCallDetails(
             details.method, timeout, metadata, details.credentials, details.wait_for_ready
         )
 
+    def _begin(self, details: grpc.aio.ClientCallDetails):
+        method = details.method.decode() if isinstance(details.method, bytes) else details.method
+        span, headers = tracing.start_client_span(method) if tracing.enabled() else (None, None)
+        record = _ClientCall(method, span, time.perf_counter(), self._metrics) if self._metrics or span else None
+        return record, self._details(details, headers)
+
+    async def _unary(self, continuation, client_call_details, request):
+        call_record, details = self._begin(client_call_details)
+        call = await continuation(details, request)
+        if call_record is None:
+            return call
+        try:
+            await call
+        except grpc.aio.AioRpcError as exc:
+            call_record.done(exc.code())
+        except BaseException:
+            call_record.done(grpc.StatusCode.CANCELLED)
+            raise
+        else:
+            call_record.done(grpc.StatusCode.OK)
+        return call
+
+    async def _streaming(self, continuation, client_call_details, request):
+        call_record, details = self._begin(client_call_details)
+        call = await continuation(details, request)
+        if call_record is not None:
+            call.add_done_callback(call_record.on_done)
+        return call
+
+
+class _ClientCall:
+    """One outgoing call, between its start and its status."""
+
+    __slots__ = ("method", "span", "started", "record_metrics")
+
+    def __init__(self, method: str, span, started: float, record_metrics: bool) -> None:
+        self.method, self.span, self.started, self.record_metrics = method, span, started, record_metrics
+
+    def done(self, code: grpc.StatusCode) -> None:
+        if self.record_metrics:
+            label = metrics.method_label(self.method)
+            metrics.CLIENT_HANDLED.labels(metrics.process_service(), label, code.name).inc()
+            elapsed = time.perf_counter() - self.started
+            metrics.CLIENT_LATENCY.labels(metrics.process_service(), label).observe(elapsed)
+        if self.span is not None:
+            tracing.end_client_span(self.span, code.name)
+
+    def on_done(self, call) -> None:
+        # A done callback cannot await ``call.code()``; the status is known by now, so read it in a task.
+        async def record() -> None:
+            try:
+                code = await call.code()
+            except Exception:  # noqa: BLE001 - a cancelled call has no code to read
+                code = grpc.StatusCode.CANCELLED
+            self.done(code if code is not None else grpc.StatusCode.CANCELLED)
+
+        try:
+            asyncio.get_running_loop().create_task(record())
+        except RuntimeError:  # no loop any more (interpreter shutdown)
+            pass
+
 
 class UnaryUnaryPropagation(_ClientPropagation, grpc.aio.UnaryUnaryClientInterceptor):
     async def intercept_unary_unary(self, continuation, client_call_details, request):
-        return await continuation(self._details(client_call_details), request)
+        return await self._unary(continuation, client_call_details, request)
 
 
 class UnaryStreamPropagation(_ClientPropagation, grpc.aio.UnaryStreamClientInterceptor):
     async def intercept_unary_stream(self, continuation, client_call_details, request):
-        return await continuation(self._details(client_call_details), request)
+        return await self._streaming(continuation, client_call_details, request)
 
 
 class StreamUnaryPropagation(_ClientPropagation, grpc.aio.StreamUnaryClientInterceptor):
     async def intercept_stream_unary(self, continuation, client_call_details, request_iterator):
-        return await continuation(self._details(client_call_details), request_iterator)
+        return await self._streaming(continuation, client_call_details, request_iterator)
 
 
 class StreamStreamPropagation(_ClientPropagation, grpc.aio.StreamStreamClientInterceptor):
     async def intercept_stream_stream(self, continuation, client_call_details, request_iterator):
-        return await continuation(self._details(client_call_details), request_iterator)
+        return await self._streaming(continuation, client_call_details, request_iterator)
 
 
-def client_interceptors(default_timeout: float) -> list:
+def client_interceptors(default_timeout: float, record_metrics: bool = True) -> list:
     return [
-        UnaryUnaryPropagation(default_timeout),
-        UnaryStreamPropagation(default_timeout),
-        StreamUnaryPropagation(default_timeout),
-        StreamStreamPropagation(default_timeout),
+        UnaryUnaryPropagation(default_timeout, record_metrics),
+        UnaryStreamPropagation(default_timeout, record_metrics),
+        StreamUnaryPropagation(default_timeout, record_metrics),
+        StreamStreamPropagation(default_timeout, record_metrics),
     ]

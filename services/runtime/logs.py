@@ -1,4 +1,5 @@
-"""Structured (JSON lines) logging for every process of the mesh."""
+"""Structured (JSON lines) logging for every process of the mesh; a line logged inside a traced
+request carries its ``trace_id`` and ``span_id``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import json
 import logging
 import sys
 import time
+
+from opentelemetry import trace
 
 
 class JsonFormatter(logging.Formatter):
@@ -22,6 +25,10 @@ class JsonFormatter(logging.Formatter):
             "msg": record.getMessage(),
         }
         entry.update(getattr(record, "fields", {}) or {})
+        span_context = trace.get_current_span().get_span_context()
+        if span_context.is_valid:
+            entry["trace_id"] = format(span_context.trace_id, "032x")
+            entry["span_id"] = format(span_context.span_id, "016x")
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str)

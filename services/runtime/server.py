@@ -1,8 +1,9 @@
 """The one gRPC server bootstrap used by every service.
 
 ``create_server`` binds a ``grpc.aio`` server with the standard health service, server
-reflection and the mesh interceptors; ``serve`` runs it until SIGTERM/SIGINT, then shuts
-down gracefully: health NOT_SERVING first, then drain in-flight RPCs for the grace period.
+reflection and the mesh interceptors (RPC metrics and traces included); ``serve`` also starts
+the process's /metrics port and its trace exporter (when configured), runs until SIGTERM/SIGINT,
+then shuts down gracefully: health NOT_SERVING first, then drain in-flight RPCs for the grace period.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from services.runtime import logs
+from services.runtime import logs, metrics, tracing
 from services.runtime.config import MeshSettings
 from services.runtime.interceptors import ServerInterceptor
 
@@ -61,7 +62,7 @@ class RunningServer:
 async def create_server(binding: ServiceBinding, settings: MeshSettings, port: int | None = None) -> RunningServer:
     """Builds, binds and starts the server; ``port=0`` picks a free port (tests)."""
     server = grpc.aio.server(
-        interceptors=[ServerInterceptor(binding.name, settings.default_tenant), *binding.extra_interceptors],
+        interceptors=[ServerInterceptor(binding.name, settings.default_tenant, settings.metrics_enabled), *binding.extra_interceptors],
         options=[
             ("grpc.max_receive_message_length", settings.max_message_bytes),
             ("grpc.max_send_message_length", settings.max_message_bytes),
@@ -88,6 +89,10 @@ async def create_server(binding: ServiceBinding, settings: MeshSettings, port: i
 
 
 async def _serve(binding: ServiceBinding, settings: MeshSettings) -> None:
+    metrics.set_process_service(binding.name)
+    tracing.configure(binding.name, settings.otlp_endpoint, settings.trace_sample_ratio)
+    if settings.metrics_enabled:
+        metrics.start_metrics_server(binding.name, settings.host, settings.metrics_port_of(binding.name))
     running = await create_server(binding, settings)
     log.info("serving", extra={"fields": {"address": f"{settings.host}:{running.port}"}})
     stop = asyncio.Event()
@@ -97,6 +102,7 @@ async def _serve(binding: ServiceBinding, settings: MeshSettings) -> None:
     await stop.wait()
     log.info("shutting down", extra={"fields": {"grace_s": settings.shutdown_grace_s}})
     await running.stop(settings.shutdown_grace_s)
+    tracing.shutdown()
     log.info("stopped")
 
 

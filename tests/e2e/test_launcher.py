@@ -30,10 +30,15 @@ def _port_free(port: int) -> bool:
 
 @pytest.mark.parametrize(("stop_signal", "with_demo"), [(signal.SIGTERM, True), (signal.SIGINT, False)])
 def test_launcher_starts_mesh_and_stops_cleanly(tmp_path, stop_signal, with_demo):
-    ports = {name: free_port() for name in ("ORCHESTRATOR", "RAG", "NLP", "GRAPH", "OPENAI_API", "GATEWAY", "GATEWAY_ADMIN")}
+    names = ("ORCHESTRATOR", "RAG", "NLP", "GRAPH", "OPENAI_API", "GATEWAY", "GATEWAY_ADMIN",
+             "ORCHESTRATOR_METRICS", "RAG_METRICS", "NLP_METRICS", "GRAPH_METRICS")
+    ports = {name: free_port() for name in names}
     env = dict(os.environ, DOCUTHINKER_DATA_DIR=str(tmp_path / "data"), DOCUTHINKER_LOG_DIR=str(tmp_path / "logs"),
                DOCUTHINKER_SHUTDOWN_GRACE_S="1", **{f"DOCUTHINKER_{k}_PORT": str(v) for k, v in ports.items()})
-    argv = [sys.executable, "-m", "services.launcher", *([] if with_demo else ["--no-demo"])]
+    # Without the demo, with the local Prometheus (the launcher's option) scraping the mesh.
+    prometheus_port = free_port()
+    extra = [] if with_demo else ["--no-demo", "--prometheus", "--prometheus-port", str(prometheus_port)]
+    argv = [sys.executable, "-m", "services.launcher", *extra]
     launcher = subprocess.Popen(argv, cwd=ROOT, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
@@ -45,6 +50,11 @@ def test_launcher_starts_mesh_and_stops_cleanly(tmp_path, stop_signal, with_demo
     output = "".join(lines)
     assert "all services SERVING" in output and "press Ctrl-C" in output, output
     assert f"http://127.0.0.1:{ports['GATEWAY']}" in output
+    assert f"rag           metrics:       http://127.0.0.1:{ports['RAG_METRICS']}/metrics" in output, output
+    assert f"http://127.0.0.1:{ports['GATEWAY_ADMIN']}/stats/prometheus" in output
+    if not with_demo:
+        assert f"Prometheus (scraping the mesh): http://127.0.0.1:{prometheus_port}" in output, output
+        ports["PROMETHEUS"] = prometheus_port
     if with_demo:
         # The main job on embedded defaults: a sample document ingested and a question answered from it, cited.
         assert "demo failed" not in output, output

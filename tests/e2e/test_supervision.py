@@ -48,7 +48,9 @@ def _until(condition, what: str, timeout: float = 120.0):
 
 
 def test_a_killed_service_is_restarted_and_a_child_past_its_budget_stays_down_alone(tmp_path):
-    ports = {name: free_port() for name in ("ORCHESTRATOR", "RAG", "NLP", "GRAPH", "OPENAI_API", "GATEWAY", "GATEWAY_ADMIN")}
+    names = ("ORCHESTRATOR", "RAG", "NLP", "GRAPH", "OPENAI_API", "GATEWAY", "GATEWAY_ADMIN",
+             "ORCHESTRATOR_METRICS", "RAG_METRICS", "NLP_METRICS", "GRAPH_METRICS")
+    ports = {name: free_port() for name in names}
     env = dict(os.environ, DOCUTHINKER_DATA_DIR=str(tmp_path / "data"), DOCUTHINKER_LOG_DIR=str(tmp_path / "logs"),
                DOCUTHINKER_SHUTDOWN_GRACE_S="1", DOCUTHINKER_LAUNCHER_RESTART_INITIAL_S="0.2",
                DOCUTHINKER_LAUNCHER_RESTART_BUDGET="1", DOCUTHINKER_LAUNCHER_RESTART_WINDOW_S="600",

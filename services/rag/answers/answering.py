@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -23,6 +24,7 @@ from services.rag.agents.planner import split_question
 from services.rag.answers.injection import assess_question
 from services.rag.answers.model import Citation, GroundedAnswer
 from services.rag.retrieval import FusionMethod, HybridRetriever, RetrievedChunk
+from services.runtime import domain_metrics, tracing
 from services.runtime.errors import FieldViolation, InvalidArgument, NotFound
 
 log = logging.getLogger("docuthinker.rag.answers")
@@ -160,6 +162,15 @@ class AnswerService:
 
         A question carrying instructions for the model is answered from its honest part only.
         """
+        started = time.perf_counter()
+        with tracing.stage("rag.answer", **{"docuthinker.evidence": len(retrieved)}) as span:
+            answer = await self._compose(question, retrieved)
+            span.set_attribute("docuthinker.support", answer.support_status.name.lower())
+        domain_metrics.ANSWER_SECONDS.observe(time.perf_counter() - started)
+        domain_metrics.ANSWERS.labels(answer.support_status.name.lower()).inc()
+        return answer
+
+    async def _compose(self, question: str, retrieved: Sequence[RetrievedChunk]) -> GroundedAnswer:
         assessment = assess_question(question)
         asked, flagged = assessment.cleaned, assessment.suspicious
         answer = None

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from PIL import Image
 
+from services.runtime import domain_metrics, tracing
 from services.runtime.errors import DeadlineExceeded, FailedPrecondition, ResourceExhausted
 
 log = logging.getLogger("docuthinker.rag.ocr")
@@ -74,6 +75,14 @@ Page = tuple[int, Image.Image, int]
 
 
 def read_pages(ocr: PageReader, pages: Iterator[Page], total: int, on_page: OcrProgress | None) -> dict[int, str]:
+    """The text of each page, by page number (an ``ocr`` span and the OCR pages metric)."""
+    with tracing.stage("ingest.ocr", **{"docuthinker.pages": total}):
+        texts = _read_pages(ocr, pages, total, on_page)
+    domain_metrics.OCR_PAGES.inc(len(texts))
+    return texts
+
+
+def _read_pages(ocr: PageReader, pages: Iterator[Page], total: int, on_page: OcrProgress | None) -> dict[int, str]:
     """The text of each page, by page number, ``ocr.workers`` pages at a time.
 
     ``pages`` makes each image only when asked (a PDF renders it then), so at most ``workers``

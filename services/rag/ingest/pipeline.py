@@ -48,6 +48,7 @@ from services.rag.ingest.ocr import OcrProgress, PageReader
 from services.rag.ingest.parsers import ParseLimits, parse
 from services.rag.locks import KeyedLocks
 from services.rag.store import BlobStore, ChunkIndex
+from services.runtime import domain_metrics
 from services.runtime.errors import DomainError, FailedPrecondition, NotFound, Unavailable
 
 log = logging.getLogger("docuthinker.rag.ingest")
@@ -160,6 +161,7 @@ class IngestionPipeline:
         async with self.locks.hold(document_id):
             existing = await asyncio.to_thread(self._metadata.get_document, tenant, document_id)
             if existing is not None and existing.status is DocumentStatus.READY:
+                domain_metrics.DOCUMENTS_INGESTED.labels("duplicate", existing.file_type).inc()
                 job.emit(IngestOutcome(existing, duplicate=True))
                 return
             now = time.time()
@@ -211,6 +213,7 @@ class IngestionPipeline:
             chunks = await asyncio.to_thread(self._chunk, record, parsed)
             timings.lap("chunk_ms")
         except DomainError as exc:
+            domain_metrics.DOCUMENTS_INGESTED.labels("rejected", record.file_type).inc()
             if forget_on_bad_input:
                 await asyncio.to_thread(self._forget, record)
             else:
@@ -250,6 +253,7 @@ class IngestionPipeline:
             await asyncio.shield(asyncio.to_thread(self._index.discard, record.tenant, record.document_id, staged))
             self._on_change(record.tenant)
             message = exc.message if isinstance(exc, DomainError) else f"internal error: {type(exc).__name__}"
+            domain_metrics.DOCUMENTS_INGESTED.labels("failed", record.file_type).inc()
             await self._mark_failed(record, message)
             raise
         self._on_change(record.tenant)
@@ -257,6 +261,8 @@ class IngestionPipeline:
         await self._sync_graph(record, parsed, job)
         final = await asyncio.to_thread(self._metadata.get_document, record.tenant, record.document_id)
         timings.lap("graph_ms")
+        domain_metrics.DOCUMENTS_INGESTED.labels("ready", record.file_type).inc()
+        domain_metrics.CHUNKS_EMBEDDED.inc(len(chunks))
         log.info("document ingested", extra={"fields": {
             "document_id": record.document_id, "tenant": record.tenant, "file_type": record.file_type,
             "size_bytes": record.size_bytes, "sections": len(parsed.sections), "chunks": len(chunks),

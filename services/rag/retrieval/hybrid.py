@@ -12,6 +12,7 @@ The pipeline for one query:
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -20,6 +21,7 @@ from services.rag.documents import Chunk
 from services.rag.retrieval.config import FusionMethod, RetrievalConfig
 from services.rag.retrieval.fusion import Fused, reciprocal_rank_fusion, score_fusion
 from services.rag.retrieval.ports import ChunkIndex, QueryEncoder, RelatedDocuments
+from services.runtime import domain_metrics, tracing
 
 DENSE = "dense"
 KEYWORD = "keyword"
@@ -97,9 +99,12 @@ class HybridRetriever:
         fusion: FusionMethod | None = None,
         expand_with_graph: bool = False,
     ) -> list[RetrievedChunk]:
-        hits = await asyncio.to_thread(self.retrieve, tenant, query, top_k, document_ids, fusion)
-        if expand_with_graph and self._related is not None and hits:
-            hits += await self._graph_neighbours(tenant, query, hits, fusion)
+        started = time.perf_counter()
+        with tracing.stage("rag.retrieve", **{"docuthinker.top_k": top_k, "docuthinker.graph": expand_with_graph}):
+            hits = await asyncio.to_thread(self.retrieve, tenant, query, top_k, document_ids, fusion)
+            if expand_with_graph and self._related is not None and hits:
+                hits += await self._graph_neighbours(tenant, query, hits, fusion)
+        domain_metrics.RETRIEVAL_SECONDS.observe(time.perf_counter() - started)
         return hits
 
     def _fuse(self, rankings: dict, fusion: FusionMethod) -> list[Fused]:
