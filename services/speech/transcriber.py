@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import pathlib
 import threading
 from collections.abc import Callable
@@ -69,6 +70,27 @@ class SpeechToText(Protocol):
 
 def no_speech(field: str = "file") -> InvalidArgument:
     return media_error("NO_SPEECH", "the recording contains no speech (silence or noise only)", field)
+
+
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
+
+
+def sentences(piece, total: float) -> list[Segment]:
+    """One Whisper segment split into sentences at word timestamps (Whisper's own segments can span
+    several sentences, 30 s at worst): every sentence gets the times its words were spoken at."""
+    words = [w for w in (piece.words or ()) if w.word.strip()]
+    if not words:
+        text = " ".join(piece.text.split())
+        return [Segment(round(float(piece.start), 2), round(float(min(piece.end, total)), 2), text)] if text else []
+    out: list[Segment] = []
+    current: list = []
+    for word in words:
+        current.append(word)
+        if _SENTENCE_END.search(word.word.strip()) or word is words[-1]:
+            text = " ".join("".join(w.word for w in current).split())
+            out.append(Segment(round(float(current[0].start), 2), round(float(min(current[-1].end, total)), 2), text))
+            current = []
+    return out
 
 
 class WhisperTranscriber:
@@ -132,12 +154,10 @@ class WhisperTranscriber:
         language = self.settings.language or ("en" if not self.asset.multilingual else None)
         pieces, info = model.transcribe(
             audio.samples, language=language, beam_size=self.settings.beam_size, vad_filter=True,
-            vad_parameters=vad, condition_on_previous_text=False)
-        segments = []
+            vad_parameters=vad, condition_on_previous_text=False, word_timestamps=True)
+        segments: list[Segment] = []
         for piece in pieces:
-            text = " ".join(piece.text.split())
-            if text:
-                segments.append(Segment(start=round(piece.start, 2), end=round(min(piece.end, total), 2), text=text))
+            segments.extend(sentences(piece, total))
             if on_progress is not None:
                 on_progress(min(piece.end, total), total, info.language)
         if not segments:

@@ -102,3 +102,29 @@ def contains_words(transcript: str, sentence: str, tolerance: int = 0) -> bool:
         except ValueError:
             missing += 1
     return missing <= tolerance
+
+
+def speech_extent(samples: np.ndarray, rate: int, threshold: int = 300) -> tuple[float, float]:
+    """(first, last) second where the signal is louder than ``threshold``."""
+    loud = np.flatnonzero(np.abs(samples.astype(np.int32)) > threshold)
+    return (float(loud[0]) / rate, float(loud[-1]) / rate) if len(loud) else (0.0, 0.0)
+
+
+def recording(sentences: list[str], gap_s: float = 1.0, lead_s: float = 0.8,
+              tail_s: float = 0.5) -> tuple[np.ndarray, int, list[tuple[float, float]]]:
+    """The sentences spoken one after another with silences between them, and where each is heard (s)."""
+    parts, intervals, offset = [], [], 0
+    rate = 22050
+    lead = silence(lead_s, rate)
+    parts.append(lead)
+    offset += len(lead)
+    for index, sentence in enumerate(sentences):
+        samples, rate = pcm(speak(sentence))
+        first, last = speech_extent(samples, rate)
+        intervals.append((offset / rate + first, offset / rate + last))
+        parts.append(samples)
+        offset += len(samples)
+        pause = silence(gap_s if index < len(sentences) - 1 else tail_s, rate)
+        parts.append(pause)
+        offset += len(pause)
+    return np.concatenate(parts), rate, intervals
