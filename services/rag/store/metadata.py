@@ -212,21 +212,23 @@ class MetadataStore:
         for batch in _batches(list(dict.fromkeys(chunk_ids))):
             with self._lock:
                 rows = self._conn.execute(
-                    f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.document_id = c.document_id "
+                    f"SELECT {CHUNK_COLUMNS}, {timecodes.COLUMNS} FROM chunks c {timecodes.JOIN} "
+                    "JOIN documents d ON d.document_id = c.document_id "
                     f"WHERE +c.tenant=? AND +d.status=? AND c.chunk_id IN ({placeholders(len(batch))})",
                     (tenant, READY, *batch),
                 ).fetchall()
-                found.update((c.chunk_id, c) for c in timecodes.attach(self._conn, [chunk_from_row(r) for r in rows]))
+            found.update((r["chunk_id"], timecodes.timed(chunk_from_row(r), r)) for r in rows)
         return [found[i] for i in chunk_ids if i in found]
 
     def document_chunks(self, tenant: str, document_id: str) -> list[Chunk]:
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.document_id = c.document_id "
+                f"SELECT {CHUNK_COLUMNS}, {timecodes.COLUMNS} FROM chunks c {timecodes.JOIN} "
+                "JOIN documents d ON d.document_id = c.document_id "
                 "WHERE c.tenant=? AND c.document_id=? AND d.status=? ORDER BY c.ordinal",
                 (tenant, document_id, READY),
             ).fetchall()
-            return timecodes.attach(self._conn, [chunk_from_row(r) for r in rows])
+        return [timecodes.timed(chunk_from_row(r), r) for r in rows]
 
     def visible_ids_for_keys(self, tenant: str, keys: Sequence[int]) -> dict[int, str]:
         """FAISS keys -> chunk ids, keeping only chunks of this tenant's READY documents."""
