@@ -97,7 +97,7 @@ def decode(data: bytes, max_seconds: float, field: str = "file") -> Audio:
         codec = stream.codec_context.name if stream.codec_context else ""
         format_name = container.format.name if container.format else ""
     samples = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
-    if count > limit:
+    if count > (max_seconds + 0.05) * SAMPLE_RATE:
         raise too_long(count / SAMPLE_RATE, max_seconds)
     if len(samples) < SAMPLE_RATE // 10:
         raise media_error("EMPTY_MEDIA", "the recording contains no audio (under 0.1 s of samples)", field)
