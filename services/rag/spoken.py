@@ -7,6 +7,8 @@ queued behind a long upload being transcribed.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,7 +40,13 @@ class SpokenQuestions:
             raise unavailable("it is switched off (DOCUTHINKER_SPEECH_ENABLED=false)")
         if len(recording) > self._max_bytes:
             raise too_large(len(recording), self._max_bytes)
-        audio = await asyncio.to_thread(decode, recording, self._max_seconds, "audio")
-        transcript = await asyncio.to_thread(self._transcriber.transcribe, audio, None, Lane.QUESTION)
+        transcript = await asyncio.get_running_loop().run_in_executor(
+            self._transcriber.executor(Lane.QUESTION),
+            functools.partial(contextvars.copy_context().run, self._transcribe, recording))
         answer = await self._answers.answer(tenant, transcript.text, top_k, list(document_ids))
         return SpokenAnswer(transcript, answer)
+
+    def _transcribe(self, recording: bytes) -> Transcript:
+        assert self._transcriber is not None
+        audio = decode(recording, self._max_seconds, "audio")
+        return self._transcriber.transcribe(audio, None, Lane.QUESTION)

@@ -15,7 +15,7 @@ import re
 import pathlib
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -67,6 +67,10 @@ class SpeechToText(Protocol):
     def transcribe(self, audio: Audio, on_progress: Progress | None = None,
                    lane: Lane = Lane.DOCUMENT) -> Transcript: ...
 
+    def executor(self, lane: Lane) -> Executor:
+        """The lane's pool: run a whole parse in it, so waiting callers hold none of the event loop's threads."""
+        ...
+
 
 def no_speech(field: str = "file") -> InvalidArgument:
     return media_error("NO_SPEECH", "the recording contains no speech (silence or noise only)", field)
@@ -101,8 +105,11 @@ class WhisperTranscriber:
         self.asset: ModelAsset = ASSETS[settings.model]
         self._model = None
         self._load_lock = threading.Lock()
-        self._documents = ThreadPoolExecutor(settings.workers, thread_name_prefix="speech-doc")
-        self._questions = ThreadPoolExecutor(1, thread_name_prefix="speech-ask")
+        self._local = threading.local()
+        self._documents = ThreadPoolExecutor(settings.workers, thread_name_prefix="speech-doc",
+                                             initializer=self._mark, initargs=(Lane.DOCUMENT,))
+        self._questions = ThreadPoolExecutor(1, thread_name_prefix="speech-ask",
+                                             initializer=self._mark, initargs=(Lane.QUESTION,))
 
     @property
     def model_name(self) -> str:
@@ -115,11 +122,19 @@ class WhisperTranscriber:
         self._documents.shutdown(wait=False, cancel_futures=True)
         self._questions.shutdown(wait=False, cancel_futures=True)
 
+    def executor(self, lane: Lane) -> Executor:
+        return self._questions if lane is Lane.QUESTION else self._documents
+
     def transcribe(self, audio: Audio, on_progress: Progress | None = None,
                    lane: Lane = Lane.DOCUMENT) -> Transcript:
-        pool = self._questions if lane is Lane.QUESTION else self._documents
+        """Runs on the lane's pool: inline when called from it, else queued there (this thread waits)."""
         field = "audio" if lane is Lane.QUESTION else "file"
-        return pool.submit(self._run, audio, on_progress, field).result()
+        if getattr(self._local, "lane", None) is lane:
+            return self._run(audio, on_progress, field)
+        return self.executor(lane).submit(self._run, audio, on_progress, field).result()
+
+    def _mark(self, lane: Lane) -> None:
+        self._local.lane = lane
 
     def _load(self):
         with self._load_lock:

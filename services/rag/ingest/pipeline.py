@@ -17,6 +17,8 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import hashlib
 import logging
 import time
@@ -50,6 +52,7 @@ from services.rag.ingest.timecodes import time_range, touched
 from services.rag.locks import KeyedLocks
 from services.rag.store import BlobStore, ChunkIndex
 from services.runtime.errors import DomainError, FailedPrecondition, NotFound, Unavailable
+from services.speech.transcriber import Lane
 
 log = logging.getLogger("docuthinker.rag.ingest")
 
@@ -208,7 +211,7 @@ class IngestionPipeline:
         ocr = _OcrEvents(record, job, asyncio.get_running_loop())
         try:
             await self._set_status(record, DocumentStatus.PARSING)
-            parsed = await asyncio.to_thread(self._parse, record, data, ocr.on_page, ocr.on_seconds)
+            parsed = await self._run_parse(record, data, ocr)
             timings.lap("parse_ms")
             await self._set_status(record, DocumentStatus.CHUNKING)
             chunks = await asyncio.to_thread(self._chunk, record, parsed)
@@ -265,6 +268,14 @@ class IngestionPipeline:
             "size_bytes": record.size_bytes, "sections": len(parsed.sections), "chunks": len(chunks),
             **timings.stages}})
         job.emit(IngestOutcome(final or record))
+
+    async def _run_parse(self, record: DocumentRecord, data: bytes, ocr: _OcrEvents) -> ParsedDocument:
+        """In a worker thread; a recording's in the speech pool, so queued ones hold no thread of the loop's."""
+        audio = self._config.audio
+        if audio is None or record.file_type != FileType.AUDIO.value:
+            return await asyncio.to_thread(self._parse, record, data, ocr.on_page, ocr.on_seconds)
+        call = functools.partial(contextvars.copy_context().run, self._parse, record, data, ocr.on_page, ocr.on_seconds)
+        return await asyncio.get_running_loop().run_in_executor(audio.transcriber.executor(Lane.DOCUMENT), call)
 
     def _parse(self, record: DocumentRecord, data: bytes, on_ocr_page: OcrProgress,
                on_audio: Callable[[float, float, str], None] | None = None) -> ParsedDocument:
