@@ -63,7 +63,8 @@ def briefing_doc(client, briefing) -> dict:
     progress = [e["progress"] for e in events[:-1]]
     assert progress[0]["stage"] == "INGEST_STAGE_RECEIVED"
     heard = [p for p in progress if p["stage"] == "INGEST_STAGE_TRANSCRIBED"]
-    assert heard and int(heard[0].get("done", 0)) == 0 and heard[-1]["done"] == heard[-1]["total"] == "14"
+    assert heard, progress
+    assert int(heard[0].get("done", 0)) == 0 and heard[-1]["done"] == heard[-1]["total"] == "14", heard
     assert "language: en" in heard[-1]["message"]
     assert progress[-1]["stage"] in ("INGEST_STAGE_INDEXED", "INGEST_STAGE_GRAPH_SYNCED")
     document = events[-1]["done"]["document"]
