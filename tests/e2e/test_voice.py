@@ -182,3 +182,32 @@ def test_spoken_questions_have_limits_too(client) -> None:
     reply = client.post("/v1/query:spoken", content=encode(silence(3.0), 22050, "mp3"),
                         headers={**TENANT, "content-type": "audio/mpeg"})
     assert reply.status_code == 400 and error_reason(reply) == "NO_SPEECH", reply.text
+
+
+async def test_the_mcp_voice_question_tool(mesh, briefing_doc, tmp_path) -> None:
+    import os
+    import sys
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from services.launcher.mesh import ROOT
+
+    samples, rate, _ = recording([QUESTION], lead_s=0.3, tail_s=0.3)
+    question = tmp_path / "question.m4a"
+    question.write_bytes(encode(samples, rate, "m4a"))
+    env = {k: v for k, v in mesh.env.items() if k.startswith(("DOCUTHINKER_", "HF_", "TRANSFORMERS_"))}
+    env["DOCUTHINKER_MCP_TENANT"] = TENANT["x-tenant-id"]
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "services.orchestrator.mcp_server"],
+                                   env=env, cwd=str(ROOT))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        reply = await session.call_tool("voice_question", {"audioPath": str(question),
+                                                           "documentIds": [briefing_doc["document_id"]]})
+        assert not reply.isError, reply.content
+        data = reply.structuredContent or json.loads(reply.content[0].text)
+        assert contains_words(data["transcript"], QUESTION, tolerance=1) and "blue crane" in data["answer"].lower()
+        refused = await session.call_tool("voice_question", {})
+        assert refused.isError and "exactly one of audioPath" in refused.content[0].text
