@@ -20,13 +20,13 @@ class SpeechSettings(BaseSettings):
     """Transcribe audio and video uploads and spoken questions. Off, or without the model packages,
     such requests are refused (FAILED_PRECONDITION, SPEECH_UNAVAILABLE)."""
     model: Literal["base", "tiny.en"] = "base"
-    """Whisper model: "base" (multilingual, language detected) or "tiny.en" (English only, about 2x faster)."""
+    """Whisper model: "base" (multilingual, language detected) or "tiny.en" (English only, about 4x less compute)."""
     cpu_threads: int = Field(default=1, ge=1, le=64)
     """CPU threads of one transcription; with ``workers`` this bounds the cores speech may take from queries."""
     workers: int = Field(default=1, ge=1, le=16)
     """Uploads transcribed at the same time; more wait in line (spoken questions have their own worker)."""
     beam_size: int = Field(default=1, ge=1, le=10)
-    """Beam width of decoding; 1 (greedy) is about 2x faster than 5 on clean speech."""
+    """Beam width of decoding; 1 (greedy) is the fastest, wider beams cost more compute for a little accuracy."""
     language: str = Field(default="", pattern=r"^([a-z]{2,3})?$")
     """Spoken language as an ISO code (e.g. "en"); empty: detected per recording (base model only)."""
     max_media_seconds: float = Field(default=4 * 3600.0, gt=0)
