@@ -20,7 +20,8 @@ TENANT = {"x-tenant-id": "voice-e2e"}
 FORMATS = {"x-tenant-id": "voice-e2e-formats"}
 BAD = {"x-tenant-id": "voice-e2e-bad"}
 CONTENT_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg", "ogg": "audio/ogg", "flac": "audio/flac",
-                 "m4a": "audio/mp4", "webm": "audio/webm", "mp4": "video/mp4"}
+                 "m4a": "audio/mp4", "webm": "audio/webm", "mp4": "video/mp4",
+                 "mov": "video/quicktime"}
 QUESTION = "Where is the emergency meeting point?"
 
 

@@ -24,6 +24,7 @@ CONTAINERS = {
     "m4a": ("ipod", "aac", 22050, False),
     "webm": ("webm", "libopus", 48000, False),
     "mp4": ("mp4", "aac", 22050, True),
+    "mov": ("mov", "aac", 22050, True),
 }
 
 
