@@ -3,8 +3,10 @@ fake embedder): transcription progress, time-coded chunks, and bad media leaving
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import pathlib
+import threading
 
 import numpy as np
 import pytest
@@ -127,3 +129,49 @@ def _video_only() -> bytes:
             container.mux(stream.encode(frame))
         container.mux(stream.encode(None))
     return buffer.getvalue()
+
+
+class _HeldTranscriber:
+    """A speech port that holds every transcription until released (a fake at the port's boundary)."""
+
+    model_name = "held"
+
+    def __init__(self, workers: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.release = threading.Event()
+        self.waiting = 0
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="held-speech")
+
+    def executor(self, lane):
+        return self._pool
+
+    def transcribe(self, audio, on_progress=None, lane=None):
+        from services.speech import Segment, Transcript
+
+        self.waiting += 1
+        self.release.wait(60)
+        return Transcript((Segment(0.0, 1.0, "held"),), "en", 1.0, audio.seconds, audio.seconds, "held")
+
+
+async def test_recordings_waiting_for_the_speech_pool_do_not_block_other_uploads(tmp_path, briefing) -> None:
+    samples, rate, _ = briefing
+    held = _HeldTranscriber(workers=1)
+    runtime = RagRuntime.open(tmp_path, RagSettings(keyword_refresh_delay_s=0.0), MAX_UPLOAD, HashEmbedder(), None,
+                              AudioReader(held, max_seconds=30, max_bytes=2 * 1024 * 1024))
+    try:
+        # More recordings than the event loop's default thread pool has threads (min(32, cores + 4)).
+        recordings = [encode(np.concatenate([samples, silence(0.1 * i)]), rate, "ogg") for i in range(10)]
+        waiting = [asyncio.create_task(collect(runtime.pipeline.upload("acme", f"r{i}.ogg", "", data)))
+                   for i, data in enumerate(recordings)]
+        await asyncio.sleep(0.5)
+        text = await asyncio.wait_for(collect(runtime.pipeline.upload(
+            "acme", "notes.txt", "text/plain", b"The ferry leaves at dawn from the east quay.")), 60)
+        assert text[-1].document.status is DocumentStatus.READY
+        assert held.waiting == 1 and not any(task.done() for task in waiting)  # one transcribing, nine queued
+        held.release.set()
+        done = await asyncio.wait_for(asyncio.gather(*waiting), 120)
+        assert all(events[-1].document.status is DocumentStatus.READY for events in done)
+    finally:
+        held.release.set()
+        runtime.metadata.close()

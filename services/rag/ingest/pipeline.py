@@ -270,7 +270,7 @@ class IngestionPipeline:
         job.emit(IngestOutcome(final or record))
 
     async def _run_parse(self, record: DocumentRecord, data: bytes, ocr: _OcrEvents) -> ParsedDocument:
-        """In a worker thread; a recording's in the speech pool, so queued ones hold no thread of the loop's."""
+        """In a worker thread: a recording's on the speech pool, so queued ones hold none of the loop's threads."""
         audio = self._config.audio
         if audio is None or record.file_type != FileType.AUDIO.value:
             return await asyncio.to_thread(self._parse, record, data, ocr.on_page, ocr.on_seconds)

@@ -42,7 +42,7 @@ def parse(data: bytes, file_type: FileType, limits: ParseLimits, ocr: PageReader
           on_audio: Progress | None = None) -> ParsedDocument:
     """``ocr`` reads scanned PDF pages and page images (None: OCR is off); ``on_ocr_page(done, total)``
     hears of its progress: once with 0 when it is about to start, then after every page. ``audio``
-    transcribes recordings (None: speech is off); ``on_audio(seconds done, seconds total)`` likewise."""
+    transcribes recordings (None: speech is off); ``on_audio(seconds done, seconds total, language)`` likewise."""
     if file_type is FileType.AUDIO:
         parsed = parse_audio(data, limits, audio, on_audio)
     elif file_type is FileType.PDF:
