@@ -8,7 +8,6 @@ import base64
 import json
 
 import httpx
-import numpy as np
 import pytest
 
 from tests.speech.conftest import SENTENCES
