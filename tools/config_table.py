@@ -28,6 +28,7 @@ MODULES = [
     "services.rag.graph_settings",
     "services.rag.crew.settings",
     "services.rag.analysis.settings",
+    "services.speech.settings",
     "services.nlp.settings",
     "services.graph.settings",
     "services.orchestrator.settings",

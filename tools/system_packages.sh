@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Debian packages the mesh uses beyond the Python tree: Tesseract, for OCR of scanned PDFs and
 # page images; Chromium, for the web app's browser test (Playwright drives /usr/bin/chromium);
-# Prometheus (with promtool), for the local metrics server and the alert-rule checks.
+# Prometheus (with promtool), for the local metrics server and the alert-rule checks; espeak-ng,
+# which speaks the test recordings of the speech tests and benchmark.
 # Installed only when missing, and only where apt-get can run (root); elsewhere it says what to
 # install and carries on: everything but OCR (and the browser test) works without them.
 set -euo pipefail
-PACKAGES=(tesseract-ocr tesseract-ocr-eng chromium prometheus)
+PACKAGES=(tesseract-ocr tesseract-ocr-eng chromium prometheus espeak-ng)
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

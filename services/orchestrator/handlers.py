@@ -84,6 +84,7 @@ class Operations:
             "rag.ingest": self.ingest,
             "rag.extract": self.extract,
             "rag.query": self.rag_query,
+            "rag.spoken_query": self.rag_spoken_query,
             "rag.search": self.rag_search,
             "nlp.summarize": self._nlp("Summarize", nlp_pb.SummarizeRequest, style=nlp_pb.SUMMARY_STYLE_NARRATIVE),
             "nlp.bullet_summary": self._nlp("Summarize", nlp_pb.SummarizeRequest, style=nlp_pb.SUMMARY_STYLE_BULLETS),
@@ -219,6 +220,25 @@ class Operations:
         answer = reply.answer
         self._charge(answer.engine.provider, answer.engine.model, answer.usage)
         return Outcome(to_dict(answer), "rag")
+
+    async def rag_spoken_query(self, params: Mapping[str, Any]) -> Outcome:
+        audio = params.get("audio") or b""
+        if not audio:
+            _required(params, "audio", "the recording of the spoken question")
+        reply = await self._mesh.call(
+            "rag",
+            "SpokenQuery",
+            rag_pb.SpokenQueryRequest(
+                audio=httpbody_pb2.HttpBody(data=bytes(audio)),
+                top_k=int(params.get("top_k") or 0),
+                document_ids=[str(d) for d in params.get("document_ids") or ()],
+            ),
+        )
+        answer = reply.answer
+        self._charge(answer.engine.provider, answer.engine.model, answer.usage)
+        data = to_dict(reply)
+        return Outcome({**data.get("answer", {}), "transcript": reply.transcript, "language": reply.language,
+                        "audio_seconds": reply.audio_seconds, "speech_model": reply.speech_model}, "rag")
 
     async def rag_search(self, params: Mapping[str, Any]) -> Outcome:
         query = _required(params, "query", "what to search for")

@@ -114,6 +114,21 @@ class MeshGateway:
                 raise McpCallError(f"chat failed: {event.error.message}")
         raise McpCallError("chat produced no answer")
 
+    async def voice(self, audio: bytes, document_ids: list[str], top_k: int) -> dict[str, Any]:
+        """A spoken question through the orchestrator's ``chat.voice`` intent."""
+        request = orch_pb.ProcessRequest(intent="chat.voice", audio=audio, document_ids=document_ids)
+        if top_k:
+            request.options.update({"top_k": top_k})
+        events = await self.stream("orchestrator", "Process", request, timeout=LONG_CALL_S)
+        for event in events:
+            if event.WhichOneof("event") == "subtask" and event.subtask.task_id == "answer":
+                if event.subtask.state != orch_pb.TASK_STATE_SUCCEEDED:
+                    raise McpCallError(f"voice question failed: {event.subtask.error.message}")
+                return as_dict(event.subtask.data)
+            if event.WhichOneof("event") == "error":
+                raise McpCallError(f"voice question failed: {event.error.message}")
+        raise McpCallError("the voice question produced no answer")
+
     # -- RAG ------------------------------------------------------------------------------
     async def ingest(self, text: str, filename: str) -> dict[str, Any]:
         reply = await self.call(

@@ -1,9 +1,10 @@
 """DocuThinker as an MCP server over stdio (official ``mcp`` SDK, FastMCP): ``make mcp``.
 
-Twenty tools, each a call to the running mesh (addresses from the usual ``DOCUTHINKER_*``
+Twenty-one tools, each a call to the running mesh (addresses from the usual ``DOCUTHINKER_*``
 variables): the seed orchestrator's thirteen (document operations, chat, health, costs, RAG
-and graph queries) and its AI/ML server's seven (brief, semantic search, topics, vector and
-graph upsert/search/query). For an MCP host, e.g. Claude Desktop's ``mcpServers``::
+and graph queries), its AI/ML server's seven (brief, semantic search, topics, vector and
+graph upsert/search/query), and ``voice_question`` (a spoken question, via ``chat.voice``).
+For an MCP host, e.g. Claude Desktop's ``mcpServers``::
 
     {"docuthinker": {"command": "/path/to/.venv/bin/python",
                      "args": ["-m", "services.orchestrator.mcp_server"],
@@ -14,7 +15,10 @@ stdout carries the protocol; logs go to stderr.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
+import pathlib
 from typing import Any
 
 import grpc
@@ -37,6 +41,7 @@ AI_ML_TOOLS = (
     "agentic_document_brief", "semantic_document_search", "quick_topics", "vector_upsert", "vector_search",
     "graph_upsert", "graph_query",
 )
+VOICE_TOOLS = ("voice_question",)
 
 
 def build_server(mesh: MeshGateway) -> FastMCP:
@@ -111,6 +116,14 @@ def build_server(mesh: MeshGateway) -> FastMCP:
         return as_dict(reply.answer)
 
     @server.tool()
+    async def voice_question(  # noqa: N803 - camelCase like the seed's tools
+        audioPath: str = "", audioBase64: str = "", documentIds: list[str] | None = None, topK: int = 0,
+    ) -> dict[str, Any]:
+        """Answer a spoken question (a recording: WAV, MP3, M4A, OGG/Opus, FLAC, WebM, MP4) from the stored
+        documents: give a local file path or base64 bytes. Returns the transcript and a cited answer."""
+        return await mesh.voice(_recording(audioPath, audioBase64), documentIds or [], topK)
+
+    @server.tool()
     async def knowledge_graph_query(query: str) -> dict[str, Any]:
         """Query the knowledge graph: read-only Cypher, or a plain question about topics and entities."""
         reply = await mesh.call(
@@ -158,6 +171,20 @@ def build_server(mesh: MeshGateway) -> FastMCP:
         return await mesh.graph_query(query, params)
 
     return server
+
+
+def _recording(path: str, encoded: str) -> bytes:
+    if bool(path) == bool(encoded):
+        raise McpCallError("give exactly one of audioPath (a local file) or audioBase64 (the recording's bytes)")
+    if path:
+        try:
+            return pathlib.Path(path).expanduser().read_bytes()
+        except OSError as exc:
+            raise McpCallError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except binascii.Error as exc:
+        raise McpCallError(f"audioBase64 is not valid base64: {exc}") from exc
 
 
 def main() -> None:

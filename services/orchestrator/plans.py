@@ -28,6 +28,8 @@ class SupervisorRequest:
     document_ids: tuple[str, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
     user_id: str = ""
+    audio: bytes = b""
+    """chat.voice: the recording of a spoken question."""
 
 
 # Intents that are one NLP operation over a text.
@@ -56,8 +58,6 @@ BATCH_OPERATIONS = {
 }
 
 UNSERVED = {
-    "chat.voice": "voice input needs audio, which this API does not carry: transcribe it and send the text as"
-    " `message` with intent chat.document or chat.general",
     "user.register": "accounts are managed by the identity provider in front of the gateway, not by the mesh",
     "user.login": "sign-in is handled by the identity provider in front of the gateway, not by the mesh",
     "user.profile": "profiles are managed by the identity provider in front of the gateway, not by the mesh",
@@ -109,6 +109,8 @@ def decompose(intent: str, request: SupervisorRequest, max_documents: int = 1000
         return _on_text(request, intent.split(".", 1)[1], DOCUMENT_OPERATIONS[intent], params)
     if intent in ("chat.document", "chat.general"):
         return _chat(intent, request)
+    if intent == "chat.voice":
+        return _voice(request)
     if intent == "batch.multiDocument":
         return _batch(request, max_documents)
     if intent == "rag.query":
@@ -128,6 +130,15 @@ def decompose(intent: str, request: SupervisorRequest, max_documents: int = 1000
     if intent == "system.costs":
         return [Task("costs", "system.costs", {"period": _option(request, "period", default="today")})]
     raise InvalidArgument(f"intent {intent!r} has no plan", reason="UNKNOWN_INTENT")
+
+
+def _voice(request: SupervisorRequest) -> list[Task]:
+    """A spoken question: the RAG service transcribes it and answers from the stored documents."""
+    if not request.audio:
+        raise _missing("audio", "the recording of the spoken question (any audio or video container)")
+    ids = list(request.document_ids) or ([request.document_id] if request.document_id else [])
+    return [Task("answer", "rag.spoken_query", {"audio": request.audio, "document_ids": ids,
+                                                "top_k": int(request.options.get("top_k") or 0)})]
 
 
 def _upload(request: SupervisorRequest) -> list[Task]:

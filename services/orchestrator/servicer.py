@@ -93,6 +93,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
                 document_ids=tuple(request.document_ids),
                 options=to_dict(request.options),
                 user_id=request.user_id,
+                audio=request.audio,
             )
         )
         c = prepared.classification

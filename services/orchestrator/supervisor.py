@@ -73,7 +73,7 @@ class Supervisor:
 
     async def prepare(self, request: plans.SupervisorRequest) -> Prepared:
         classification = await self._classifier.classify(
-            intent=request.intent,
+            intent=request.intent or ("chat.voice" if request.audio and not request.route else ""),
             route=request.route,
             text=request.message or request.text,
             has_document=bool(request.document_id or request.text and request.message),

@@ -9,6 +9,7 @@ from docuthinker.rag.v1 import rag_service_pb2 as pb
 from services.rag.agents.graph import AgentResult, NodeEvent, Step
 from services.rag.answers.model import Citation, GroundedAnswer
 from services.rag.documents import Chunk
+from services.rag.ingest.timecodes import time_range
 from services.rag.retrieval import RetrievedChunk
 
 
@@ -17,7 +18,7 @@ def provenance_pb(chunk: Chunk) -> documents_pb2.Provenance:
     return documents_pb2.Provenance(
         document_id=p.document_id, filename=p.filename, page=p.page, sheet_name=p.sheet_name,
         row_start=p.row_start, row_end=p.row_end, heading_path=list(p.heading_path),
-        char_start=p.char_start, char_end=p.char_end,
+        char_start=p.char_start, char_end=p.char_end, start_seconds=p.start_seconds, end_seconds=p.end_seconds,
     )
 
 
@@ -34,11 +35,12 @@ def scored_chunks_pb(hits: Sequence[RetrievedChunk]) -> list[answers_pb2.ScoredC
 
 def citation_pb(citation: Citation) -> answers_pb2.Citation:
     p = citation.chunk.provenance
+    start_s, end_s = time_range(p.time_starts, citation.char_start, citation.char_end)
     return answers_pb2.Citation(
         marker=citation.marker, document_id=p.document_id, filename=p.filename, page=p.page,
         sheet_name=p.sheet_name, row_start=p.row_start, row_end=p.row_end, char_start=citation.char_start,
         char_end=citation.char_end, excerpt=citation.excerpt, chunk_id=citation.chunk.chunk_id, score=citation.score,
-        heading_path=list(p.heading_path),
+        heading_path=list(p.heading_path), start_seconds=start_s, end_seconds=end_s,
     )
 
 

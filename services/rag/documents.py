@@ -39,6 +39,8 @@ class IngestStage(IntEnum):
     INDEXED = 5
     GRAPH_SYNCED = 6
     OCR = 7
+    TRANSCRIBED = 20
+    """Seconds of a recording transcribed so far (audio and video uploads)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,8 @@ class Section:
     sheet_name: str = ""
     heading_path: tuple[str, ...] = ()
     row_starts: tuple[tuple[int, int], ...] = ()
+    time_starts: tuple[tuple[int, float, float], ...] = ()
+    """Transcripts: (char offset, start s, end s) of each spoken segment, sorted by offset."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,11 @@ class Provenance:
     char_start: int
     char_end: int
     section_index: int
+    start_seconds: float = 0.0
+    """Recordings: where the chunk's speech starts and ends (0 and 0 for other documents)."""
+    end_seconds: float = 0.0
+    time_starts: tuple[tuple[int, float, float], ...] = ()
+    """The section's segments the chunk touches (see ``Section.time_starts``), to time a span inside it."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from services.rag.graph_sync import DisabledGraphSync, GraphSync
 from services.rag.ingest.chunking import ChunkerConfig
 from services.rag.ingest.embedding import TextEmbedder
 from services.rag.ingest.ocr import OcrConfig, reader_from
-from services.rag.ingest.parsers import ParseLimits
+from services.rag.ingest.parsers import AudioReader, ParseLimits
 from services.rag.ingest.pipeline import IngestionPipeline, PipelineConfig
 from services.rag.keyword_refresh import KeywordRefresher
 from services.rag.locks import KeyedLocks
@@ -30,7 +30,8 @@ def metadata_path(data_dir: pathlib.Path) -> pathlib.Path:
     return pathlib.Path(data_dir) / "rag" / "metadata.sqlite3"
 
 
-def pipeline_config(settings: RagSettings, max_upload_bytes: int) -> PipelineConfig:
+def pipeline_config(settings: RagSettings, max_upload_bytes: int,
+                    audio: AudioReader | None = None) -> PipelineConfig:
     return PipelineConfig(
         max_upload_bytes=max_upload_bytes,
         chunker=ChunkerConfig(size=settings.chunk_size, overlap=settings.chunk_overlap),
@@ -56,6 +57,7 @@ def pipeline_config(settings: RagSettings, max_upload_bytes: int) -> PipelineCon
         )),
         embed_batch_size=settings.embed_batch_size,
         embed_progress_every=settings.embed_progress_every,
+        audio=audio,
     )
 
 
@@ -78,6 +80,7 @@ class RagRuntime:
         max_upload_bytes: int,
         embedder: TextEmbedder,
         graph_sync: GraphSync | None = None,
+        audio: AudioReader | None = None,
     ) -> RagRuntime:
         """Opens (or creates) every store and rebuilds FAISS from Chroma; blocking (run it in a thread)."""
         root = pathlib.Path(data_dir) / "rag"
@@ -92,7 +95,8 @@ class RagRuntime:
         graph_sync = graph_sync or DisabledGraphSync()
         pipeline = IngestionPipeline(
             index, blobs, embedder, graph_sync,
-            pipeline_config(settings, max_upload_bytes), on_change=lambda tenant: refresher.notify(tenant), locks=locks,
+            pipeline_config(settings, max_upload_bytes, audio), on_change=lambda tenant: refresher.notify(tenant),
+            locks=locks,
         )
         # BM25 rebuilds wait for ingestion to go idle: they would compete with the embedder for the cores.
         refresher = KeywordRefresher(keyword, settings.keyword_refresh_delay_s, busy=lambda: pipeline.busy)

@@ -20,7 +20,10 @@ from services.rag.ingest.embedding import TextEmbedder
 from services.rag.runtime import RagRuntime, metadata_path
 from services.rag.servicer import RagServicer
 from services.rag.settings import RagSettings
+from services.rag.speech_setup import build_speech, warm_up
+from services.rag.spoken import SpokenQuestions
 from services.runtime import MeshSettings, ServiceBinding
+from services.speech import SpeechSettings
 
 FULL_NAME = rag_service_pb2.DESCRIPTOR.services_by_name["RagService"].full_name
 
@@ -36,6 +39,7 @@ class RagService:
         graph_sync: GraphSync | None = None,
         graph_feed: GraphFeed | None = None,
         graph_settings: GraphSyncSettings | None = None,
+        speech: SpeechSettings | None = None,
     ) -> None:
         """Without ``graph_feed`` (or with an explicit ``graph_sync``) no outbox or worker runs."""
         self.settings = settings
@@ -44,6 +48,9 @@ class RagService:
         self._graph_sync = graph_sync
         self._graph_feed = graph_feed
         self.graph_settings = graph_settings or GraphSyncSettings()
+        self.speech = speech or SpeechSettings()
+        self.transcriber = None
+        self.speech_task: asyncio.Task | None = None
         self.graph: GraphLink | None = None
         self.servicer = RagServicer(settings.max_upload_bytes)
         self.runtime: RagRuntime | None = None
@@ -60,13 +67,17 @@ class RagService:
             self.graph = await asyncio.to_thread(
                 GraphLink.open, metadata_path(self.settings.data_dir), self._graph_feed, self.graph_settings)
             graph_sync = self.graph.port
+        self.transcriber, audio = build_speech(self.speech, self.settings.max_upload_bytes)
         self.runtime = await asyncio.to_thread(
-            RagRuntime.open, self.settings.data_dir, self.rag, self.settings.max_upload_bytes, model, graph_sync
+            RagRuntime.open, self.settings.data_dir, self.rag, self.settings.max_upload_bytes, model, graph_sync,
+            audio,
         )
         self.servicer.attach(self.runtime.pipeline, self.runtime.catalog)
         answers, agents = build_answering(
             self.runtime.index, self.runtime.metadata, model, related_documents=graph_related(self.settings))
         self.servicer.attach_answers(answers, agents)
+        self.servicer.attach_spoken(SpokenQuestions(answers, self.transcriber, self.speech.max_question_seconds))
+        self.speech_task = asyncio.get_running_loop().create_task(warm_up(self.transcriber))
         self.servicer.attach_analysis(
             *build_analysis(self.runtime.pipeline, self.runtime.catalog, answers, self.settings))
         self.resume_task = asyncio.get_running_loop().create_task(
@@ -80,6 +91,8 @@ class RagService:
             self.resume_task.cancel()
             await asyncio.gather(self.resume_task, return_exceptions=True)
         await self.servicer.close_analysis()
+        if self.speech_task is not None:
+            await asyncio.gather(self.speech_task, return_exceptions=True)
         if self.graph is not None:
             await self.graph.stop()  # before the stores close: the worker reads them
         if self.runtime is not None:
@@ -88,6 +101,9 @@ class RagService:
         if self.graph is not None:
             self.graph.close()
             self.graph = None
+        if self.transcriber is not None:
+            self.transcriber.close()
+            self.transcriber = None
 
     def binding(self) -> ServiceBinding:
         return ServiceBinding(

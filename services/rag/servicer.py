@@ -15,6 +15,7 @@ from services.rag import messages
 from services.rag.analysis.rpcs import AnalysisRpcs
 from services.rag.answer_rpcs import AnswerRpcs
 from services.rag.catalog import DocumentCatalog
+from services.rag.spoken_rpcs import SpokenRpcs
 from services.rag.documents import IngestOutcome
 from services.rag.ingest.formats import check_size, detect_type, sanitize_filename
 from services.rag.ingest.pipeline import IngestionPipeline
@@ -22,7 +23,7 @@ from services.runtime.errors import FieldViolation, InvalidArgument, Unavailable
 from services.runtime.request_context import current_tenant
 
 
-class RagServicer(AnswerRpcs, AnalysisRpcs, pb_grpc.RagServiceServicer):
+class RagServicer(AnswerRpcs, AnalysisRpcs, SpokenRpcs, pb_grpc.RagServiceServicer):
     def __init__(self, max_upload_bytes: int) -> None:
         self._max_upload_bytes = max_upload_bytes
         self._pipeline: IngestionPipeline | None = None

@@ -10,7 +10,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from services.launcher.mesh import ROOT
-from services.orchestrator.mcp_server import AI_ML_TOOLS, ORCHESTRATOR_TOOLS
+from services.orchestrator.mcp_server import AI_ML_TOOLS, ORCHESTRATOR_TOOLS, VOICE_TOOLS
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +26,7 @@ def result(reply) -> dict:
     return reply.structuredContent or json.loads(reply.content[0].text)
 
 
-async def test_mcp_client_lists_all_20_tools_and_calls_them_end_to_end(mesh):
+async def test_mcp_client_lists_all_21_tools_and_calls_them_end_to_end(mesh):
     env = {k: v for k, v in mesh.env.items() if k.startswith(("DOCUTHINKER_", "HF_", "TRANSFORMERS_"))}
     env["DOCUTHINKER_MCP_TENANT"] = "mcp-e2e"  # its documents and graph stay out of other suites' way
     params = StdioServerParameters(command=sys.executable, args=["-m", "services.orchestrator.mcp_server"],
@@ -34,8 +34,8 @@ async def test_mcp_client_lists_all_20_tools_and_calls_them_end_to_end(mesh):
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = (await session.list_tools()).tools
-        assert len(tools) == 20
-        assert {t.name for t in tools} == set(ORCHESTRATOR_TOOLS) | set(AI_ML_TOOLS)
+        assert len(tools) == 21
+        assert {t.name for t in tools} == set(ORCHESTRATOR_TOOLS) | set(AI_ML_TOOLS) | set(VOICE_TOOLS)
         rewrite = next(t for t in tools if t.name == "document_rewrite")
         assert set(rewrite.inputSchema["required"]) == {"text", "style"}
 

@@ -126,5 +126,8 @@ def test_plans_carry_options_and_reject_missing_input():
     batch = decompose("batch.multiDocument", SupervisorRequest(document_ids=("a", "b", "c"),
                                                                options={"operation": "sentiment"}))
     assert len(batch) == 6 and all(len(t.depends_on) <= 1 for t in batch)
-    [voice] = decompose("chat.voice", SupervisorRequest(message="hi"))
-    assert voice.operation == "unsupported"
+    with pytest.raises(InvalidArgument, match="audio"):
+        decompose("chat.voice", SupervisorRequest(message="hi"))
+    [voice] = decompose("chat.voice", SupervisorRequest(audio=b"RIFF", document_ids=("d",), options={"top_k": 3}))
+    assert voice.operation == "rag.spoken_query"
+    assert voice.params == {"audio": b"RIFF", "document_ids": ["d"], "top_k": 3}

@@ -13,7 +13,7 @@ from mcp.client.stdio import stdio_client
 
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as pb
 from services.orchestrator.mcp_client import McpHub, McpToolError, tool_name
-from services.orchestrator.mcp_server import AI_ML_TOOLS, ORCHESTRATOR_TOOLS
+from services.orchestrator.mcp_server import AI_ML_TOOLS, ORCHESTRATOR_TOOLS, VOICE_TOOLS
 from services.orchestrator.settings import McpServerConfig, parse_mcp_servers
 from services.orchestrator.tools import ToolRegistry
 from services.runtime.errors import InvalidArgument
@@ -51,7 +51,7 @@ def structured(result) -> dict:
     return result.structuredContent or json.loads(result.content[0].text)
 
 
-async def test_our_server_lists_20_tools_and_calls_the_mesh(make_orchestrator, fake_mesh):
+async def test_our_server_lists_21_tools_and_calls_the_mesh(make_orchestrator, fake_mesh):
     orchestrator = make_orchestrator()
     await orchestrator.start(providers="local")
     orchestrator.local.default = "The engine was designed by Babbage."
@@ -67,8 +67,8 @@ async def test_our_server_lists_20_tools_and_calls_the_mesh(make_orchestrator, f
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = (await session.list_tools()).tools
-        assert sorted(t.name for t in tools) == sorted(ORCHESTRATOR_TOOLS + AI_ML_TOOLS)
-        assert len(tools) == 20
+        assert sorted(t.name for t in tools) == sorted(ORCHESTRATOR_TOOLS + AI_ML_TOOLS + VOICE_TOOLS)
+        assert len(tools) == 21
 
         summary = structured(await session.call_tool("document_summarize", {"text": "First one. Second one."}))
         assert summary["summary"] == "First one."

@@ -43,13 +43,16 @@ def test_sanitize_filename_truncates_long_names_and_keeps_the_extension() -> Non
         ("a.tsv", "", FileType.TSV),
         ("noext", "text/csv; charset=utf-8", FileType.CSV),
         ("noext", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", FileType.XLSX),
+        ("talk.M4A", "", FileType.AUDIO),
+        ("clip.mov", "application/octet-stream", FileType.AUDIO),
+        ("noext", "audio/ogg; codecs=opus", FileType.AUDIO),
     ],
 )
 def test_detect_type(filename: str, content_type: str, expected: FileType) -> None:
     assert detect_type(filename, content_type) is expected
 
 
-@pytest.mark.parametrize(("filename", "content_type"), [("virus.exe", ""), ("movie.mp4", "video/mp4"), ("x", "")])
+@pytest.mark.parametrize(("filename", "content_type"), [("virus.exe", ""), ("movie.avi", "video/x-msvideo"), ("x", "")])
 def test_unsupported_type_names_the_supported_ones(filename: str, content_type: str) -> None:
     with pytest.raises(DomainError) as caught:
         detect_type(filename, content_type)

@@ -15,6 +15,18 @@ from enum import StrEnum
 from services.runtime.errors import FieldViolation, InvalidArgument, ResourceExhausted
 
 
+# Recordings: extension -> stored content type (the declared type is kept when it is one of these).
+AUDIO_TYPES = {
+    ".wav": "audio/wav", ".mp3": "audio/mpeg", ".m4a": "audio/mp4", ".aac": "audio/aac", ".ogg": "audio/ogg",
+    ".oga": "audio/ogg", ".opus": "audio/ogg", ".flac": "audio/flac", ".webm": "video/webm", ".mp4": "video/mp4",
+    ".mov": "video/quicktime",
+}
+AUDIO_CONTENT_TYPES = (
+    *sorted(set(AUDIO_TYPES.values())), "audio/x-wav", "audio/wave", "audio/vnd.wave", "audio/mp3", "audio/x-m4a",
+    "audio/opus", "audio/x-flac", "audio/webm",
+)
+
+
 class FileType(StrEnum):
     PDF = "pdf"
     DOCX = "docx"
@@ -26,6 +38,8 @@ class FileType(StrEnum):
     TEXT = "text"
     IMAGE = "image"
     """A scan or photo of a page (PNG, JPEG, TIFF, WebP): read by OCR."""
+    AUDIO = "audio"
+    """A recording (audio, or video with an audio track): transcribed (parsers/audio.py)."""
 
 
 _BY_EXTENSION = {
@@ -48,6 +62,7 @@ _BY_EXTENSION = {
     ".tif": FileType.IMAGE,
     ".tiff": FileType.IMAGE,
     ".webp": FileType.IMAGE,
+    **{ext: FileType.AUDIO for ext in AUDIO_TYPES},
 }
 
 _BY_CONTENT_TYPE = {
@@ -66,6 +81,7 @@ _BY_CONTENT_TYPE = {
     "image/jpeg": FileType.IMAGE,
     "image/tiff": FileType.IMAGE,
     "image/webp": FileType.IMAGE,
+    **{media_type: FileType.AUDIO for media_type in AUDIO_CONTENT_TYPES},
 }
 
 CANONICAL_CONTENT_TYPE = {
@@ -78,12 +94,14 @@ CANONICAL_CONTENT_TYPE = {
     FileType.MARKDOWN: "text/markdown",
     FileType.TEXT: "text/plain",
     FileType.IMAGE: "image/png",
+    FileType.AUDIO: "audio/mpeg",
 }
 
 SUPPORTED_EXTENSIONS = tuple(sorted(_BY_EXTENSION))
 SUPPORTED_DESCRIPTION = (
     "PDF (.pdf), Word (.docx), Excel (.xlsx), CSV (.csv), TSV (.tsv), HTML (.html, .htm), Markdown (.md), "
-    "plain text (.txt), page images for OCR (.png, .jpg, .tiff, .webp)"
+    "plain text (.txt), page images for OCR (.png, .jpg, .tiff, .webp), "
+    "audio and video to transcribe (.wav, .mp3, .m4a, .aac, .ogg, .opus, .flac, .webm, .mp4, .mov)"
 )
 
 _IMAGE_SIGNATURES = (
@@ -206,6 +224,8 @@ def validate_upload(filename: str, content_type: str, data: bytes, max_bytes: in
     if file_type is FileType.IMAGE:
         # An image's bytes say what it is, whatever its name or declared type.
         return Upload(safe_name, file_type, _image_kind(data[:16]) or CANONICAL_CONTENT_TYPE[file_type], data)
+    if file_type is FileType.AUDIO and _BY_CONTENT_TYPE.get(_media_type(content_type)) is not file_type:
+        return Upload(safe_name, file_type, AUDIO_TYPES.get(_extension(safe_name), "audio/mpeg"), data)
     # Keep the declared type only when it names the same format (curl sends form-urlencoded).
     declared = _media_type(content_type)
     stored_type = declared if _BY_CONTENT_TYPE.get(declared) is file_type else CANONICAL_CONTENT_TYPE[file_type]

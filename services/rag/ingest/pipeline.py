@@ -17,6 +17,8 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import hashlib
 import logging
 import time
@@ -45,11 +47,13 @@ from services.rag.ingest.embedding import TextEmbedder, embed_in_groups
 from services.rag.ingest.formats import FileType, Upload, corrupt, validate_upload
 from services.rag.ingest.jobs import IngestJob, StageTimer
 from services.rag.ingest.ocr import OcrProgress, PageReader
-from services.rag.ingest.parsers import ParseLimits, parse
+from services.rag.ingest.parsers import AudioReader, ParseLimits, parse
+from services.rag.ingest.timecodes import time_range, touched
 from services.rag.locks import KeyedLocks
 from services.rag.store import BlobStore, ChunkIndex
 from services.runtime import domain_metrics
 from services.runtime.errors import DomainError, FailedPrecondition, NotFound, Unavailable
+from services.speech.transcriber import Lane
 
 log = logging.getLogger("docuthinker.rag.ingest")
 
@@ -61,6 +65,8 @@ class PipelineConfig:
     limits: ParseLimits = field(default_factory=ParseLimits)
     ocr: PageReader | None = None
     """Reads scanned PDF pages and page images; None: such documents are refused."""
+    audio: AudioReader | None = None
+    """Transcribes audio and video documents; None: they are refused."""
     embed_batch_size: int = 32
     embed_progress_every: int = 128
 
@@ -207,7 +213,7 @@ class IngestionPipeline:
         ocr = _OcrEvents(record, job, asyncio.get_running_loop())
         try:
             await self._set_status(record, DocumentStatus.PARSING)
-            parsed = await asyncio.to_thread(self._parse, record, data, ocr.on_page)
+            parsed = await self._run_parse(record, data, ocr)
             timings.lap("parse_ms")
             await self._set_status(record, DocumentStatus.CHUNKING)
             chunks = await asyncio.to_thread(self._chunk, record, parsed)
@@ -269,10 +275,20 @@ class IngestionPipeline:
             **timings.stages}})
         job.emit(IngestOutcome(final or record))
 
-    def _parse(self, record: DocumentRecord, data: bytes, on_ocr_page: OcrProgress) -> ParsedDocument:
+    async def _run_parse(self, record: DocumentRecord, data: bytes, ocr: _OcrEvents) -> ParsedDocument:
+        """In a worker thread: a recording's on the speech pool, so queued ones hold none of the loop's threads."""
+        audio = self._config.audio
+        if audio is None or record.file_type != FileType.AUDIO.value:
+            return await asyncio.to_thread(self._parse, record, data, ocr.on_page, ocr.on_seconds)
+        call = functools.partial(contextvars.copy_context().run, self._parse, record, data, ocr.on_page, ocr.on_seconds)
+        return await asyncio.get_running_loop().run_in_executor(audio.transcriber.executor(Lane.DOCUMENT), call)
+
+    def _parse(self, record: DocumentRecord, data: bytes, on_ocr_page: OcrProgress,
+               on_audio: Callable[[float, float, str], None] | None = None) -> ParsedDocument:
         file_type = FileType(record.file_type)
         try:
-            return parse(data, file_type, self._config.limits, self._config.ocr, on_ocr_page)
+            return parse(data, file_type, self._config.limits, self._config.ocr, on_ocr_page,
+                         self._config.audio, on_audio)
         except DomainError:
             raise
         except RecursionError as exc:
@@ -286,6 +302,7 @@ class IngestionPipeline:
         chunks = []
         for ordinal, span in enumerate(spans):
             section = parsed.sections[span.section_index]
+            start_s, end_s = time_range(section.time_starts, span.start, span.end)
             chunks.append(Chunk(
                 chunk_id=chunk_id_for(record.tenant, record.content_sha256, ordinal),
                 tenant=record.tenant,
@@ -295,7 +312,8 @@ class IngestionPipeline:
                     document_id=record.document_id, filename=record.filename, page=section.page,
                     sheet_name=section.sheet_name, row_start=span.row_start, row_end=span.row_end,
                     heading_path=section.heading_path, char_start=span.start, char_end=span.end,
-                    section_index=span.section_index,
+                    section_index=span.section_index, start_seconds=start_s, end_seconds=end_s,
+                    time_starts=touched(section.time_starts, span.start, span.end),
                 ),
             ))
         return chunks
@@ -331,7 +349,7 @@ class IngestionPipeline:
 
 
 class _OcrEvents:
-    """OCR progress from the parser's worker thread, as events of the upload's stream.
+    """OCR and transcription progress from the parser's worker thread, as events of the upload's stream.
 
     Events normally start only once a document has parsed, so that bad input still fails the call
     with its own status (HTTP 4xx over REST). A scan is past every check but OCR itself when OCR
@@ -353,3 +371,16 @@ class _OcrEvents:
             size = self._record.size_bytes
             self._job.emit(IngestProgress(IngestStage.RECEIVED, size, size, "bytes received"))
         self._job.emit(IngestProgress(IngestStage.OCR, done, total, f"OCR: {done} of {total} pages read"))
+
+    def on_seconds(self, done: float, total: float, language: str) -> None:
+        """Transcription progress of a recording (same thread rules as ``on_page``)."""
+        self._loop.call_soon_threadsafe(self._emit_seconds, done, total, language)
+
+    def _emit_seconds(self, done: float, total: float, language: str) -> None:
+        if not self.started:
+            self.started = True
+            size = self._record.size_bytes
+            self._job.emit(IngestProgress(IngestStage.RECEIVED, size, size, "bytes received"))
+        self._job.emit(IngestProgress(IngestStage.TRANSCRIBED, round(done), round(total),
+                                      f"transcribed {done:.1f} of {total:.1f} s of audio"
+                                      + (f" (language: {language})" if language else "")))

@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Section, vector_key
+from services.rag.store import timecodes
 from services.rag.store.rows import (
     CHUNK_COLUMNS,
     DOC_COLUMNS,
@@ -46,6 +47,7 @@ class MetadataStore:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA busy_timeout=5000")
             self._conn.executescript(SCHEMA)
+            self._conn.executescript(timecodes.SCHEMA)
 
     def close(self) -> None:
         with self._lock:
@@ -126,6 +128,7 @@ class MetadataStore:
                 "SELECT chunk_id FROM chunks WHERE +tenant=? AND document_id=?", (tenant, document_id))]
             db.execute("DELETE FROM chunks WHERE +tenant=? AND document_id=?", (tenant, document_id))
             db.execute("DELETE FROM sections WHERE document_id=?", (document_id,))
+            timecodes.delete(db, document_id)
             gone = db.execute("DELETE FROM documents WHERE tenant=? AND document_id=?", (tenant, document_id))
             if ids or gone.rowcount:
                 _bump(db, tenant)
@@ -166,6 +169,7 @@ class MetadataStore:
                     for c in chunks
                 ],
             )
+            timecodes.write(db, record.document_id, chunks)
             db.execute(
                 "UPDATE documents SET status=?, error_message='', chunk_count=?, page_count=?, sheet_names=?, "
                 "title=?, graph_sync=?, update_time=? WHERE document_id=?",
@@ -182,6 +186,7 @@ class MetadataStore:
                 "SELECT chunk_id FROM chunks WHERE +tenant=? AND document_id=?", (tenant, document_id))]
             db.execute("DELETE FROM chunks WHERE +tenant=? AND document_id=?", (tenant, document_id))
             db.execute("DELETE FROM sections WHERE document_id=?", (document_id,))
+            timecodes.delete(db, document_id)
             if ids:
                 _bump(db, tenant)
         return ids
@@ -207,21 +212,23 @@ class MetadataStore:
         for batch in _batches(list(dict.fromkeys(chunk_ids))):
             with self._lock:
                 rows = self._conn.execute(
-                    f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.document_id = c.document_id "
+                    f"SELECT {CHUNK_COLUMNS}, {timecodes.COLUMNS} FROM chunks c {timecodes.JOIN} "
+                    "JOIN documents d ON d.document_id = c.document_id "
                     f"WHERE +c.tenant=? AND +d.status=? AND c.chunk_id IN ({placeholders(len(batch))})",
                     (tenant, READY, *batch),
                 ).fetchall()
-            found.update((r["chunk_id"], chunk_from_row(r)) for r in rows)
+            found.update((r["chunk_id"], timecodes.timed(chunk_from_row(r), r)) for r in rows)
         return [found[i] for i in chunk_ids if i in found]
 
     def document_chunks(self, tenant: str, document_id: str) -> list[Chunk]:
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.document_id = c.document_id "
+                f"SELECT {CHUNK_COLUMNS}, {timecodes.COLUMNS} FROM chunks c {timecodes.JOIN} "
+                "JOIN documents d ON d.document_id = c.document_id "
                 "WHERE c.tenant=? AND c.document_id=? AND d.status=? ORDER BY c.ordinal",
                 (tenant, document_id, READY),
             ).fetchall()
-        return [chunk_from_row(r) for r in rows]
+        return [timecodes.timed(chunk_from_row(r), r) for r in rows]
 
     def visible_ids_for_keys(self, tenant: str, keys: Sequence[int]) -> dict[int, str]:
         """FAISS keys -> chunk ids, keeping only chunks of this tenant's READY documents."""

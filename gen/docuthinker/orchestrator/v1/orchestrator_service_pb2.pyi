@@ -36,7 +36,7 @@ CIRCUIT_STATE_OPEN: CircuitState
 CIRCUIT_STATE_HALF_OPEN: CircuitState
 
 class ProcessRequest(_message.Message):
-    __slots__ = ("intent", "route", "text", "document_id", "message", "document_ids", "options", "user_id")
+    __slots__ = ("intent", "route", "text", "document_id", "message", "document_ids", "options", "user_id", "audio")
     INTENT_FIELD_NUMBER: _ClassVar[int]
     ROUTE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +45,7 @@ class ProcessRequest(_message.Message):
     DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
+    AUDIO_FIELD_NUMBER: _ClassVar[int]
     intent: str
     route: str
     text: str
@@ -53,7 +54,8 @@ class ProcessRequest(_message.Message):
     document_ids: _containers.RepeatedScalarFieldContainer[str]
     options: _struct_pb2.Struct
     user_id: str
-    def __init__(self, intent: _Optional[str] = ..., route: _Optional[str] = ..., text: _Optional[str] = ..., document_id: _Optional[str] = ..., message: _Optional[str] = ..., document_ids: _Optional[_Iterable[str]] = ..., options: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., user_id: _Optional[str] = ...) -> None: ...
+    audio: bytes
+    def __init__(self, intent: _Optional[str] = ..., route: _Optional[str] = ..., text: _Optional[str] = ..., document_id: _Optional[str] = ..., message: _Optional[str] = ..., document_ids: _Optional[_Iterable[str]] = ..., options: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., user_id: _Optional[str] = ..., audio: _Optional[bytes] = ...) -> None: ...
 
 class Classification(_message.Message):
     __slots__ = ("intent", "confidence", "source", "reasoning")

@@ -25,27 +25,27 @@ _sym_db = _symbol_database.Default()
 from docuthinker.rag.v1 import documents_pb2 as docuthinker_dot_rag_dot_v1_dot_documents__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n docuthinker/rag/v1/answers.proto\x12\x12\x64ocuthinker.rag.v1\x1a\"docuthinker/rag/v1/documents.proto\"\x9c\x01\n\x0bScoredChunk\x12\x10\n\x08\x63hunk_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x32\n\nprovenance\x18\x04 \x01(\x0b\x32\x1e.docuthinker.rag.v1.Provenance\x12\x13\n\x0b\x64\x65nse_score\x18\x05 \x01(\x01\x12\x15\n\rkeyword_score\x18\x06 \x01(\x01\"\xf5\x01\n\x08\x43itation\x12\x0e\n\x06marker\x18\x01 \x01(\x05\x12\x13\n\x0b\x64ocument_id\x18\x02 \x01(\t\x12\x10\n\x08\x66ilename\x18\x03 \x01(\t\x12\x0c\n\x04page\x18\x04 \x01(\x05\x12\x12\n\nsheet_name\x18\x05 \x01(\t\x12\x11\n\trow_start\x18\x06 \x01(\x05\x12\x0f\n\x07row_end\x18\x07 \x01(\x05\x12\x12\n\nchar_start\x18\x08 \x01(\x05\x12\x10\n\x08\x63har_end\x18\t \x01(\x05\x12\x0f\n\x07\x65xcerpt\x18\n \x01(\t\x12\x10\n\x08\x63hunk_id\x18\x0b \x01(\t\x12\r\n\x05score\x18\x0c \x01(\x01\x12\x14\n\x0cheading_path\x18\r \x03(\t\")\n\x06\x45ngine\x12\x10\n\x08provider\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\"}\n\x05Usage\x12\x14\n\x0cinput_tokens\x18\x01 \x01(\x03\x12\x15\n\routput_tokens\x18\x02 \x01(\x03\x12\x19\n\x11\x63\x61\x63he_read_tokens\x18\x03 \x01(\x03\x12\x1a\n\x12\x63\x61\x63he_write_tokens\x18\x04 \x01(\x03\x12\x10\n\x08\x63ost_usd\x18\x05 \x01(\x01\"\xc0\x02\n\x06\x41nswer\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\t\x12/\n\tcitations\x18\x03 \x03(\x0b\x32\x1c.docuthinker.rag.v1.Citation\x12\x39\n\x10retrieved_chunks\x18\x04 \x03(\x0b\x32\x1f.docuthinker.rag.v1.ScoredChunk\x12\x39\n\x0esupport_status\x18\x05 \x01(\x0e\x32!.docuthinker.rag.v1.SupportStatus\x12\x17\n\x0f\x63onfidence_note\x18\x06 \x01(\t\x12*\n\x06\x65ngine\x18\x07 \x01(\x0b\x32\x1a.docuthinker.rag.v1.Engine\x12(\n\x05usage\x18\x08 \x01(\x0b\x32\x19.docuthinker.rag.v1.Usage\"?\n\tAgentStep\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x0f\n\x07summary\x18\x02 \x01(\t\x12\x13\n\x0b\x64uration_ms\x18\x03 \x01(\x01\"\xf7\x01\n\x10\x45xecutionSummary\x12\x17\n\x0fplanned_queries\x18\x01 \x03(\t\x12\x1b\n\x13retrieval_performed\x18\x02 \x01(\x08\x12\x18\n\x10\x63hunks_retrieved\x18\x03 \x01(\x05\x12\x19\n\x11validation_passed\x18\x04 \x01(\x08\x12\x39\n\x0esupport_status\x18\x05 \x01(\x0e\x32!.docuthinker.rag.v1.SupportStatus\x12,\n\x05steps\x18\x06 \x03(\x0b\x32\x1d.docuthinker.rag.v1.AgentStep\x12\x0f\n\x07retries\x18\x07 \x01(\x05*\x8a\x01\n\rSupportStatus\x12\x1e\n\x1aSUPPORT_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n\x18SUPPORT_STATUS_SUPPORTED\x10\x01\x12\x1a\n\x16SUPPORT_STATUS_PARTIAL\x10\x02\x12\x1f\n\x1bSUPPORT_STATUS_INSUFFICIENT\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n docuthinker/rag/v1/answers.proto\x12\x12\x64ocuthinker.rag.v1\x1a\"docuthinker/rag/v1/documents.proto\"\x9c\x01\n\x0bScoredChunk\x12\x10\n\x08\x63hunk_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x32\n\nprovenance\x18\x04 \x01(\x0b\x32\x1e.docuthinker.rag.v1.Provenance\x12\x13\n\x0b\x64\x65nse_score\x18\x05 \x01(\x01\x12\x15\n\rkeyword_score\x18\x06 \x01(\x01\"\xa1\x02\n\x08\x43itation\x12\x0e\n\x06marker\x18\x01 \x01(\x05\x12\x13\n\x0b\x64ocument_id\x18\x02 \x01(\t\x12\x10\n\x08\x66ilename\x18\x03 \x01(\t\x12\x0c\n\x04page\x18\x04 \x01(\x05\x12\x12\n\nsheet_name\x18\x05 \x01(\t\x12\x11\n\trow_start\x18\x06 \x01(\x05\x12\x0f\n\x07row_end\x18\x07 \x01(\x05\x12\x12\n\nchar_start\x18\x08 \x01(\x05\x12\x10\n\x08\x63har_end\x18\t \x01(\x05\x12\x0f\n\x07\x65xcerpt\x18\n \x01(\t\x12\x10\n\x08\x63hunk_id\x18\x0b \x01(\t\x12\r\n\x05score\x18\x0c \x01(\x01\x12\x14\n\x0cheading_path\x18\r \x03(\t\x12\x15\n\rstart_seconds\x18\x14 \x01(\x01\x12\x13\n\x0b\x65nd_seconds\x18\x15 \x01(\x01\")\n\x06\x45ngine\x12\x10\n\x08provider\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\"}\n\x05Usage\x12\x14\n\x0cinput_tokens\x18\x01 \x01(\x03\x12\x15\n\routput_tokens\x18\x02 \x01(\x03\x12\x19\n\x11\x63\x61\x63he_read_tokens\x18\x03 \x01(\x03\x12\x1a\n\x12\x63\x61\x63he_write_tokens\x18\x04 \x01(\x03\x12\x10\n\x08\x63ost_usd\x18\x05 \x01(\x01\"\xc0\x02\n\x06\x41nswer\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\t\x12/\n\tcitations\x18\x03 \x03(\x0b\x32\x1c.docuthinker.rag.v1.Citation\x12\x39\n\x10retrieved_chunks\x18\x04 \x03(\x0b\x32\x1f.docuthinker.rag.v1.ScoredChunk\x12\x39\n\x0esupport_status\x18\x05 \x01(\x0e\x32!.docuthinker.rag.v1.SupportStatus\x12\x17\n\x0f\x63onfidence_note\x18\x06 \x01(\t\x12*\n\x06\x65ngine\x18\x07 \x01(\x0b\x32\x1a.docuthinker.rag.v1.Engine\x12(\n\x05usage\x18\x08 \x01(\x0b\x32\x19.docuthinker.rag.v1.Usage\"?\n\tAgentStep\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x0f\n\x07summary\x18\x02 \x01(\t\x12\x13\n\x0b\x64uration_ms\x18\x03 \x01(\x01\"\xf7\x01\n\x10\x45xecutionSummary\x12\x17\n\x0fplanned_queries\x18\x01 \x03(\t\x12\x1b\n\x13retrieval_performed\x18\x02 \x01(\x08\x12\x18\n\x10\x63hunks_retrieved\x18\x03 \x01(\x05\x12\x19\n\x11validation_passed\x18\x04 \x01(\x08\x12\x39\n\x0esupport_status\x18\x05 \x01(\x0e\x32!.docuthinker.rag.v1.SupportStatus\x12,\n\x05steps\x18\x06 \x03(\x0b\x32\x1d.docuthinker.rag.v1.AgentStep\x12\x0f\n\x07retries\x18\x07 \x01(\x05*\x8a\x01\n\rSupportStatus\x12\x1e\n\x1aSUPPORT_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n\x18SUPPORT_STATUS_SUPPORTED\x10\x01\x12\x1a\n\x16SUPPORT_STATUS_PARTIAL\x10\x02\x12\x1f\n\x1bSUPPORT_STATUS_INSUFFICIENT\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'docuthinker.rag.v1.answers_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SUPPORTSTATUS']._serialized_start=1308
-  _globals['_SUPPORTSTATUS']._serialized_end=1446
+  _globals['_SUPPORTSTATUS']._serialized_start=1352
+  _globals['_SUPPORTSTATUS']._serialized_end=1490
   _globals['_SCOREDCHUNK']._serialized_start=93
   _globals['_SCOREDCHUNK']._serialized_end=249
   _globals['_CITATION']._serialized_start=252
-  _globals['_CITATION']._serialized_end=497
-  _globals['_ENGINE']._serialized_start=499
-  _globals['_ENGINE']._serialized_end=540
-  _globals['_USAGE']._serialized_start=542
-  _globals['_USAGE']._serialized_end=667
-  _globals['_ANSWER']._serialized_start=670
-  _globals['_ANSWER']._serialized_end=990
-  _globals['_AGENTSTEP']._serialized_start=992
-  _globals['_AGENTSTEP']._serialized_end=1055
-  _globals['_EXECUTIONSUMMARY']._serialized_start=1058
-  _globals['_EXECUTIONSUMMARY']._serialized_end=1305
+  _globals['_CITATION']._serialized_end=541
+  _globals['_ENGINE']._serialized_start=543
+  _globals['_ENGINE']._serialized_end=584
+  _globals['_USAGE']._serialized_start=586
+  _globals['_USAGE']._serialized_end=711
+  _globals['_ANSWER']._serialized_start=714
+  _globals['_ANSWER']._serialized_end=1034
+  _globals['_AGENTSTEP']._serialized_start=1036
+  _globals['_AGENTSTEP']._serialized_end=1099
+  _globals['_EXECUTIONSUMMARY']._serialized_start=1102
+  _globals['_EXECUTIONSUMMARY']._serialized_end=1349
 # @@protoc_insertion_point(module_scope)

@@ -38,6 +38,7 @@ class IngestStage(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INGEST_STAGE_INDEXED: _ClassVar[IngestStage]
     INGEST_STAGE_GRAPH_SYNCED: _ClassVar[IngestStage]
     INGEST_STAGE_OCR: _ClassVar[IngestStage]
+    INGEST_STAGE_TRANSCRIBED: _ClassVar[IngestStage]
 DOCUMENT_STATUS_UNSPECIFIED: DocumentStatus
 DOCUMENT_STATUS_PENDING: DocumentStatus
 DOCUMENT_STATUS_PARSING: DocumentStatus
@@ -58,6 +59,7 @@ INGEST_STAGE_EMBEDDED: IngestStage
 INGEST_STAGE_INDEXED: IngestStage
 INGEST_STAGE_GRAPH_SYNCED: IngestStage
 INGEST_STAGE_OCR: IngestStage
+INGEST_STAGE_TRANSCRIBED: IngestStage
 
 class Document(_message.Message):
     __slots__ = ("document_id", "tenant", "filename", "file_type", "content_type", "status", "error_message", "size_bytes", "page_count", "sheet_names", "content_sha256", "chunk_count", "create_time", "update_time", "graph_sync", "title")
@@ -96,7 +98,7 @@ class Document(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., tenant: _Optional[str] = ..., filename: _Optional[str] = ..., file_type: _Optional[str] = ..., content_type: _Optional[str] = ..., status: _Optional[_Union[DocumentStatus, str]] = ..., error_message: _Optional[str] = ..., size_bytes: _Optional[int] = ..., page_count: _Optional[int] = ..., sheet_names: _Optional[_Iterable[str]] = ..., content_sha256: _Optional[str] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., graph_sync: _Optional[_Union[GraphSyncStatus, str]] = ..., title: _Optional[str] = ...) -> None: ...
 
 class Provenance(_message.Message):
-    __slots__ = ("document_id", "filename", "page", "sheet_name", "row_start", "row_end", "heading_path", "char_start", "char_end")
+    __slots__ = ("document_id", "filename", "page", "sheet_name", "row_start", "row_end", "heading_path", "char_start", "char_end", "start_seconds", "end_seconds")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +108,8 @@ class Provenance(_message.Message):
     HEADING_PATH_FIELD_NUMBER: _ClassVar[int]
     CHAR_START_FIELD_NUMBER: _ClassVar[int]
     CHAR_END_FIELD_NUMBER: _ClassVar[int]
+    START_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    END_SECONDS_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     filename: str
     page: int
@@ -115,7 +119,9 @@ class Provenance(_message.Message):
     heading_path: _containers.RepeatedScalarFieldContainer[str]
     char_start: int
     char_end: int
-    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., sheet_name: _Optional[str] = ..., row_start: _Optional[int] = ..., row_end: _Optional[int] = ..., heading_path: _Optional[_Iterable[str]] = ..., char_start: _Optional[int] = ..., char_end: _Optional[int] = ...) -> None: ...
+    start_seconds: float
+    end_seconds: float
+    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., sheet_name: _Optional[str] = ..., row_start: _Optional[int] = ..., row_end: _Optional[int] = ..., heading_path: _Optional[_Iterable[str]] = ..., char_start: _Optional[int] = ..., char_end: _Optional[int] = ..., start_seconds: _Optional[float] = ..., end_seconds: _Optional[float] = ...) -> None: ...
 
 class IngestProgress(_message.Message):
     __slots__ = ("stage", "done", "total", "message")

@@ -209,6 +209,30 @@ class QueryResponse(_message.Message):
     answer: _answers_pb2.Answer
     def __init__(self, answer: _Optional[_Union[_answers_pb2.Answer, _Mapping]] = ...) -> None: ...
 
+class SpokenQueryRequest(_message.Message):
+    __slots__ = ("audio", "top_k", "document_ids")
+    AUDIO_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    audio: _httpbody_pb2.HttpBody
+    top_k: int
+    document_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, audio: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ..., top_k: _Optional[int] = ..., document_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SpokenQueryResponse(_message.Message):
+    __slots__ = ("transcript", "language", "audio_seconds", "speech_model", "answer")
+    TRANSCRIPT_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    AUDIO_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SPEECH_MODEL_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    transcript: str
+    language: str
+    audio_seconds: float
+    speech_model: str
+    answer: _answers_pb2.Answer
+    def __init__(self, transcript: _Optional[str] = ..., language: _Optional[str] = ..., audio_seconds: _Optional[float] = ..., speech_model: _Optional[str] = ..., answer: _Optional[_Union[_answers_pb2.Answer, _Mapping]] = ...) -> None: ...
+
 class StreamQueryRequest(_message.Message):
     __slots__ = ("question", "top_k", "document_ids")
     QUESTION_FIELD_NUMBER: _ClassVar[int]

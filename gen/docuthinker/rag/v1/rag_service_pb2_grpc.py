@@ -91,6 +91,11 @@ class RagServiceStub:
                 request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.QueryRequest.SerializeToString,
                 response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.QueryResponse.FromString,
                 _registered_method=True)
+        self.SpokenQuery = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/SpokenQuery',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryResponse.FromString,
+                _registered_method=True)
         self.StreamQuery = channel.unary_stream(
                 '/docuthinker.rag.v1.RagService/StreamQuery',
                 request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.StreamQueryRequest.SerializeToString,
@@ -205,6 +210,13 @@ class RagServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SpokenQuery(self, request, context):
+        """A spoken question: the recording is transcribed, then answered as by Query (transcript included).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def StreamQuery(self, request, context):
         """Streams retrieval, answer deltas, citations and a final event.
         """
@@ -304,6 +316,11 @@ def add_RagServiceServicer_to_server(servicer, server):
                     servicer.Query,
                     request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.QueryRequest.FromString,
                     response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.QueryResponse.SerializeToString,
+            ),
+            'SpokenQuery': grpc.unary_unary_rpc_method_handler(
+                    servicer.SpokenQuery,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryResponse.SerializeToString,
             ),
             'StreamQuery': grpc.unary_stream_rpc_method_handler(
                     servicer.StreamQuery,
@@ -634,6 +651,33 @@ class RagService:
             '/docuthinker.rag.v1.RagService/Query',
             docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.QueryRequest.SerializeToString,
             docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.QueryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SpokenQuery(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/SpokenQuery',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from services.rag.documents import ParsedDocument
 from services.rag.ingest.formats import FileType
 from services.rag.ingest.ocr import OcrProgress, PageReader
+from services.rag.ingest.parsers.audio import AudioReader, parse_audio
 from services.rag.ingest.parsers.delimited import parse_delimited
 from services.rag.ingest.parsers.html import parse_html
 from services.rag.ingest.parsers.image import parse_image
@@ -21,8 +22,9 @@ from services.rag.ingest.parsers.plaintext import parse_text
 from services.rag.ingest.parsers.spreadsheet import parse_xlsx
 from services.rag.ingest.parsers.word import parse_docx
 from services.runtime.errors import FieldViolation, InvalidArgument
+from services.speech.transcriber import Progress
 
-__all__ = ["ParseLimits", "parse"]
+__all__ = ["AudioReader", "ParseLimits", "parse"]
 
 _PARSERS: dict[FileType, Callable[[bytes, ParseLimits], ParsedDocument]] = {
     FileType.DOCX: parse_docx,
@@ -36,10 +38,14 @@ _PARSERS: dict[FileType, Callable[[bytes, ParseLimits], ParsedDocument]] = {
 
 
 def parse(data: bytes, file_type: FileType, limits: ParseLimits, ocr: PageReader | None = None,
-          on_ocr_page: OcrProgress | None = None) -> ParsedDocument:
+          on_ocr_page: OcrProgress | None = None, audio: AudioReader | None = None,
+          on_audio: Progress | None = None) -> ParsedDocument:
     """``ocr`` reads scanned PDF pages and page images (None: OCR is off); ``on_ocr_page(done, total)``
-    hears of its progress: once with 0 when it is about to start, then after every page."""
-    if file_type is FileType.PDF:
+    hears of its progress: once with 0 when it is about to start, then after every page. ``audio``
+    transcribes recordings (None: speech is off); ``on_audio(seconds done, seconds total, language)`` likewise."""
+    if file_type is FileType.AUDIO:
+        parsed = parse_audio(data, limits, audio, on_audio)
+    elif file_type is FileType.PDF:
         parsed = parse_pdf(data, limits, ocr, on_ocr_page)
     elif file_type is FileType.IMAGE:
         parsed = parse_image(data, limits, ocr, on_ocr_page)
