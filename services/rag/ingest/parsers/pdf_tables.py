@@ -1,0 +1,337 @@
+"""Tables on a PDF page as rows of cells, from the page's word geometry (pdfplumber).
+
+Two finders, run in this order:
+
+* **Ruled tables**: pdfplumber's table finder on the page's drawn lines and rectangles. A table
+  it returns is kept only when no words sit just outside it on its own rows (a grid drawn
+  around the numbers but not the row labels is left to the second finder, so a label is never
+  cut from its row).
+* **Aligned tables** (whitespace or leader dots): words are grouped into visual lines by their
+  vertical position, a line is cut into cells at wide horizontal gaps and at leader dots
+  (``Driving under the influence .......... 87,232 58,068``), and a run of at least three such
+  lines whose cells line up in columns is a table. Cells are assigned to the columns found on
+  the data rows, so a short row keeps its numbers under the right headers and a row label
+  stays with its own numbers (they share a baseline).
+
+The first row of a table is its header. Prose is never taken for a table: a table's cells are
+short, and it has three columns or numbers in most rows (two columns of running text are
+long cells in two columns).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from services.rag.ingest.parsers.cleaning import collapse_cell
+from services.rag.ingest.parsers.reflow import BULLET_GLYPHS
+
+_LEADER_WORD = re.compile(r"^(?:[.·…_]\s?){2,}$")
+_TRAILING_LEADER = re.compile(r"(?:\s?[.·…_]){3,}$")
+_LEADING_LEADER = re.compile(r"^(?:[.·…_]\s?){3,}")
+_NUMERIC = re.compile(r"^[(\[]?[-+−–$€£¥]?\d[\d.,:/%\u2009 ]*[)\]%*†‡]?$|^[-–—]$|^\(?[NXZ]\)?$|^n/?a$", re.I)
+_MIN_ROWS = 3
+_MAX_CELL_CHARS = 60
+_MAX_MEAN_CELL_CHARS = 28
+_GAP_EM = 0.9
+"""A horizontal gap at least this many font heights wide separates two cells."""
+_LINE_GAP_EM = 2.2
+"""A vertical gap wider than this many line heights ends a table."""
+
+
+@dataclass(frozen=True)
+class PdfTable:
+    bbox: tuple[float, float, float, float]
+    """x0, top, x1, bottom in pdfplumber's page coordinates (top-left origin, points)."""
+    rows: tuple[tuple[str, ...], ...]
+    """The header row first, then the data rows; every row has the same number of cells."""
+
+
+@dataclass
+class _Word:
+    x0: float
+    x1: float
+    top: float
+    bottom: float
+    text: str
+
+    @property
+    def height(self) -> float:
+        return max(self.bottom - self.top, 1.0)
+
+
+@dataclass
+class _Cell:
+    x0: float
+    x1: float
+    text: str
+
+
+@dataclass
+class _Line:
+    words: list[_Word]
+    cells: list[_Cell]
+    leader: bool
+
+    @property
+    def top(self) -> float:
+        return min(w.top for w in self.words)
+
+    @property
+    def bottom(self) -> float:
+        return max(w.bottom for w in self.words)
+
+    @property
+    def height(self) -> float:
+        return statistics.median(w.height for w in self.words)
+
+    @property
+    def x0(self) -> float:
+        return min(w.x0 for w in self.words)
+
+    @property
+    def x1(self) -> float:
+        return max(w.x1 for w in self.words)
+
+
+def find_tables(page) -> list[PdfTable]:
+    """The tables of a pdfplumber page, top to bottom."""
+    words = [
+        _Word(float(w["x0"]), float(w["x1"]), float(w["top"]), float(w["bottom"]), _clean_word(str(w["text"])))
+        for w in page.extract_words(x_tolerance=1.5, y_tolerance=2.5, keep_blank_chars=False)
+        if str(w["text"]).strip()
+    ]
+    if not words:
+        return []
+    tables = _ruled_tables(page, words)
+    rest = [w for w in words if not any(_inside(w, t.bbox) for t in tables)]
+    tables.extend(_aligned_tables(rest))
+    return sorted(tables, key=lambda t: (t.bbox[1], t.bbox[0]))
+
+
+def _clean_word(text: str) -> str:
+    return BULLET_GLYPHS.sub("•", collapse_cell(text))
+
+
+def _inside(word: _Word, bbox: tuple[float, float, float, float], slack: float = 1.0) -> bool:
+    x0, top, x1, bottom = bbox
+    cx, cy = (word.x0 + word.x1) / 2, (word.top + word.bottom) / 2
+    return x0 - slack <= cx <= x1 + slack and top - slack <= cy <= bottom + slack
+
+
+def _ruled_tables(page, words: list[_Word]) -> list[PdfTable]:
+    found = page.find_tables({"vertical_strategy": "lines", "horizontal_strategy": "lines"})
+    tables: list[PdfTable] = []
+    for table in found:
+        rows = [tuple(_clean_cell(c) for c in row) for row in table.extract()]
+        rows = [row for row in rows if any(row)]
+        width = max((len(r) for r in rows), default=0)
+        if len(rows) < 2 or width < 2:
+            continue
+        bbox = tuple(float(v) for v in table.bbox)
+        if _cut_off(bbox, words):
+            continue
+        rows = [row + ("",) * (width - len(row)) for row in rows]
+        tables.append(PdfTable(bbox, tuple(rows)))  # type: ignore[arg-type]
+    return tables
+
+
+def _cut_off(bbox: tuple[float, float, float, float], words: list[_Word]) -> bool:
+    """Words on the table's rows just left or right of it: the grid does not hold the whole table."""
+    x0, top, x1, bottom = bbox
+    for word in words:
+        cy = (word.top + word.bottom) / 2
+        if not top < cy < bottom:
+            continue
+        reach = 6 * word.height
+        if x0 - reach < word.x1 <= x0 + 0.5 or x1 - 0.5 <= word.x0 < x1 + reach:
+            return True
+    return False
+
+
+def _clean_cell(value: object) -> str:
+    text = BULLET_GLYPHS.sub("• ", collapse_cell(value)) if value is not None else ""
+    return _TRAILING_LEADER.sub("", text).strip()
+
+
+def _lines(words: Sequence[_Word]) -> list[_Line]:
+    """Words grouped by baseline, left to right, top to bottom."""
+    ordered = sorted(words, key=lambda w: (w.top, w.x0))
+    groups: list[list[_Word]] = []
+    for word in ordered:
+        if groups:
+            last = groups[-1]
+            ref = statistics.median(w.top for w in last)
+            if abs(word.top - ref) <= 0.45 * min(word.height, last[0].height):
+                last.append(word)
+                continue
+        groups.append([word])
+    return [_split(sorted(group, key=lambda w: w.x0)) for group in groups]
+
+
+def _split(words: list[_Word]) -> _Line:
+    """Cells of one visual line: cut at gaps of about a font height and at leader dots."""
+    cells: list[_Cell] = []
+    current: list[_Word] = []
+    leader = False
+    height = statistics.median(w.height for w in words)
+
+    def close() -> None:
+        if current:
+            text = " ".join(w.text for w in current)
+            cells.append(_Cell(current[0].x0, current[-1].x1, text))
+            current.clear()
+
+    for word in words:
+        text = word.text
+        if _LEADER_WORD.match(text):
+            leader = True
+            close()
+            continue
+        stripped = _LEADING_LEADER.sub("", text)
+        if stripped != text:
+            leader = True
+            close()
+            word = _Word(word.x1 - max(len(stripped), 1) * 0.5 * height, word.x1, word.top, word.bottom, stripped)
+            text = stripped
+        if current and word.x0 - current[-1].x1 >= _GAP_EM * height:
+            close()
+        elif current and leader and _NUMERIC.match(text) and _NUMERIC.match(current[-1].text):
+            close()  # after a leader, numbers separated by one space are still separate cells
+        trailing = _TRAILING_LEADER.search(text)
+        if trailing:
+            leader = True
+            head = text[: trailing.start()].strip()
+            if head:
+                current.append(_Word(word.x0, word.x1, word.top, word.bottom, head))
+            close()
+            continue
+        current.append(word)
+    close()
+    return _Line(list(words), cells, leader)
+
+
+def _row_like(line: _Line) -> bool:
+    return len(line.cells) >= 2 and all(len(c.text) <= _MAX_CELL_CHARS for c in line.cells)
+
+
+def _aligned_tables(words: Sequence[_Word]) -> list[PdfTable]:
+    lines = _lines(words)
+    tables: list[PdfTable] = []
+    run: list[_Line] = []
+
+    def close() -> None:
+        table = _table(run)
+        if table is not None:
+            tables.append(table)
+        run.clear()
+
+    for index, line in enumerate(lines):
+        if run:
+            gap = line.top - run[-1].bottom
+            if gap > _LINE_GAP_EM * max(run[-1].height, line.height):
+                close()
+        if _row_like(line):
+            run.append(line)
+            continue
+        # A one-cell line inside a table: a wrapped row label or a group heading, kept as a row
+        # when a table row follows it.
+        nxt = lines[index + 1] if index + 1 < len(lines) else None
+        if run and len(line.cells) == 1 and nxt is not None and _row_like(nxt) and len(line.cells[0].text) <= 40:
+            run.append(line)
+            continue
+        close()
+    close()
+    return tables
+
+
+def _is_number(text: str) -> bool:
+    return bool(_NUMERIC.match(text.strip()))
+
+
+def _table(lines: list[_Line]) -> PdfTable | None:
+    while lines and not _row_like(lines[-1]):
+        lines = lines[:-1]
+    if len(lines) < _MIN_ROWS:
+        return None
+    body = lines[1:]
+    columns = _columns([line for line in body if _row_like(line)])
+    if len(columns) < 2:
+        return None
+    cells = [c for line in lines for c in line.cells]
+    if statistics.mean(len(c.text) for c in cells) > _MAX_MEAN_CELL_CHARS:
+        return None
+    numeric_rows = sum(1 for line in body if any(_is_number(c.text) for c in line.cells))
+    leader_rows = sum(1 for line in body if line.leader)
+    if len(columns) < 3 and numeric_rows < 0.5 * len(body) and leader_rows < 0.5 * len(body):
+        return None
+    rows = [_place(line, columns) for line in lines]
+    rows = _join_wrapped_labels(rows)
+    width = len(columns)
+    if any(len(row) != width for row in rows):
+        return None
+    bbox = (min(line.x0 for line in lines), lines[0].top, max(line.x1 for line in lines), lines[-1].bottom)
+    return PdfTable(bbox, tuple(tuple(row) for row in rows))
+
+
+def _columns(lines: list[_Line]) -> list[tuple[float, float]]:
+    """Column extents: the horizontal spans of the data cells, overlapping spans merged."""
+    spans = sorted((c.x0, c.x1) for line in lines for c in line.cells)
+    columns: list[list[float]] = []
+    for x0, x1 in spans:
+        if columns and x0 < columns[-1][1] - 0.5:
+            columns[-1][1] = max(columns[-1][1], x1)
+        else:
+            columns.append([x0, x1])
+    return [(a, b) for a, b in columns]
+
+
+def _place(line: _Line, columns: list[tuple[float, float]]) -> list[str]:
+    row = [""] * len(columns)
+    for cell in _unspanned(line, columns):
+        best, best_overlap = 0, -1e9
+        for index, (x0, x1) in enumerate(columns):
+            overlap = min(x1, cell.x1) - max(x0, cell.x0)
+            if overlap <= 0:
+                overlap = -min(abs(cell.x0 - x1), abs(x0 - cell.x1))
+            if overlap > best_overlap:
+                best, best_overlap = index, overlap
+        row[best] = f"{row[best]} {cell.text}".strip()
+    return row
+
+
+def _unspanned(line: _Line, columns: list[tuple[float, float]]) -> list[_Cell]:
+    """The line's cells, a cell that reaches over two columns (header words set close together)
+    cut back into its words, so each word lands in its own column."""
+    cells: list[_Cell] = []
+    for cell in line.cells:
+        spanned = sum(1 for x0, x1 in columns if min(x1, cell.x1) - max(x0, cell.x0) > 0.5)
+        words = [w for w in line.words if cell.x0 - 0.5 <= w.x0 and w.x1 <= cell.x1 + 0.5]
+        if spanned < 2 or len(words) < 2:
+            cells.append(cell)
+            continue
+        cells.extend(_Cell(w.x0, w.x1, w.text) for w in words)
+    return cells
+
+
+def _join_wrapped_labels(rows: list[list[str]]) -> list[list[str]]:
+    """A row with only a label followed by a row whose label starts in lower case: one label."""
+    out: list[list[str]] = []
+    pending: list[str] | None = None
+    for row in rows:
+        only_label = bool(row[0]) and not any(row[1:])
+        if pending is not None:
+            if row[0][:1].islower():
+                row = [f"{pending[0]} {row[0]}", *row[1:]]
+            else:
+                out.append(pending)
+            pending = None
+        if only_label and out:
+            pending = row
+            continue
+        out.append(row)
+    if pending is not None:
+        out.append(pending)
+    return out
