@@ -26,6 +26,13 @@ class FileType(StrEnum):
     TEXT = "text"
     IMAGE = "image"
     """A scan or photo of a page (PNG, JPEG, TIFF, WebP): read by OCR."""
+    PPTX = "pptx"
+    XLS = "xls"
+    ODT = "odt"
+    ODS = "ods"
+    EPUB = "epub"
+    EML = "eml"
+    RTF = "rtf"
 
 
 _BY_EXTENSION = {
@@ -48,6 +55,13 @@ _BY_EXTENSION = {
     ".tif": FileType.IMAGE,
     ".tiff": FileType.IMAGE,
     ".webp": FileType.IMAGE,
+    ".pptx": FileType.PPTX,
+    ".xls": FileType.XLS,
+    ".odt": FileType.ODT,
+    ".ods": FileType.ODS,
+    ".epub": FileType.EPUB,
+    ".eml": FileType.EML,
+    ".rtf": FileType.RTF,
 }
 
 _BY_CONTENT_TYPE = {
@@ -66,6 +80,14 @@ _BY_CONTENT_TYPE = {
     "image/jpeg": FileType.IMAGE,
     "image/tiff": FileType.IMAGE,
     "image/webp": FileType.IMAGE,
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": FileType.PPTX,
+    "application/vnd.ms-excel": FileType.XLS,
+    "application/vnd.oasis.opendocument.text": FileType.ODT,
+    "application/vnd.oasis.opendocument.spreadsheet": FileType.ODS,
+    "application/epub+zip": FileType.EPUB,
+    "message/rfc822": FileType.EML,
+    "application/rtf": FileType.RTF,
+    "text/rtf": FileType.RTF,
 }
 
 CANONICAL_CONTENT_TYPE = {
@@ -78,12 +100,20 @@ CANONICAL_CONTENT_TYPE = {
     FileType.MARKDOWN: "text/markdown",
     FileType.TEXT: "text/plain",
     FileType.IMAGE: "image/png",
+    FileType.PPTX: "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    FileType.XLS: "application/vnd.ms-excel",
+    FileType.ODT: "application/vnd.oasis.opendocument.text",
+    FileType.ODS: "application/vnd.oasis.opendocument.spreadsheet",
+    FileType.EPUB: "application/epub+zip",
+    FileType.EML: "message/rfc822",
+    FileType.RTF: "application/rtf",
 }
 
 SUPPORTED_EXTENSIONS = tuple(sorted(_BY_EXTENSION))
 SUPPORTED_DESCRIPTION = (
     "PDF (.pdf), Word (.docx), Excel (.xlsx), CSV (.csv), TSV (.tsv), HTML (.html, .htm), Markdown (.md), "
-    "plain text (.txt), page images for OCR (.png, .jpg, .tiff, .webp)"
+    "plain text (.txt), page images for OCR (.png, .jpg, .tiff, .webp), PowerPoint (.pptx), Excel 97-2003 (.xls), "
+    "OpenDocument (.odt, .ods), EPUB (.epub), e-mail (.eml), RTF (.rtf)"
 )
 
 _IMAGE_SIGNATURES = (
@@ -153,12 +183,18 @@ def detect_type(filename: str, content_type: str) -> FileType:
     )
 
 
-def _check_signature(file_type: FileType, data: bytes) -> None:
+def check_signature(file_type: FileType, data: bytes) -> None:
     head = data[:1024]
     if file_type is FileType.PDF and b"%PDF-" not in head:
         raise corrupt(file_type, "it does not start with a PDF header")
-    if file_type in (FileType.DOCX, FileType.XLSX) and not data.startswith(b"PK\x03\x04"):
+    if file_type in (FileType.DOCX, FileType.XLSX, FileType.PPTX) and not data.startswith(b"PK\x03\x04"):
         raise corrupt(file_type, "it is not a ZIP-based Office Open XML file")
+    if file_type in (FileType.ODT, FileType.ODS, FileType.EPUB) and not data.startswith(b"PK\x03\x04"):
+        raise corrupt(file_type, "it is not a ZIP container")
+    if file_type is FileType.XLS and not data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
+        raise corrupt(file_type, "it is not an Excel 97-2003 (OLE2) workbook")
+    if file_type is FileType.RTF and not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
+        raise corrupt(file_type, "it does not start with {\\rtf")
     if file_type is FileType.IMAGE and _image_kind(head) is None:
         raise corrupt(file_type, "it is not a PNG, JPEG, TIFF or WebP image")
 
@@ -202,7 +238,7 @@ def validate_upload(filename: str, content_type: str, data: bytes, max_bytes: in
             reason="EMPTY_DOCUMENT",
             violations=[FieldViolation("file", "must not be empty")],
         )
-    _check_signature(file_type, data)
+    check_signature(file_type, data)
     if file_type is FileType.IMAGE:
         # An image's bytes say what it is, whatever its name or declared type.
         return Upload(safe_name, file_type, _image_kind(data[:16]) or CANONICAL_CONTENT_TYPE[file_type], data)
