@@ -25,7 +25,8 @@ class ParseLimits:
     """Pixels of one page image: an uploaded image's frame, or a scanned PDF page as rendered for
     OCR (rendered at a lower resolution when its page is that large)."""
     max_table_pages: int = 500
-    """PDF pages searched for tables (pdfplumber); later pages keep their text as PDFium reads it."""
+    """First PDF pages searched for tables (character boxes, then pdfplumber); later pages keep their text
+    as PDFium reads it, re-flowed."""
     table_block_chars: int = 900
     """Target size of a block of table rows (each block repeats the header row)."""
 

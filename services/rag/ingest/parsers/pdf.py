@@ -80,7 +80,7 @@ def _text_layer(document: pdfium.PdfDocument, limits: ParseLimits) -> tuple[list
         try:
             textpage = page.get_textpage()
             try:
-                layer = read_layer(page, textpage)
+                layer = read_layer(page, textpage, with_boxes=index < limits.max_table_pages)
             finally:
                 textpage.close()
             if _looks_scanned(layer.text) and _has_images(page):

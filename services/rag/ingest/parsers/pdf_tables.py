@@ -37,6 +37,11 @@ _MAX_CELL_CHARS = 60
 _MAX_MEAN_CELL_CHARS = 28
 _GAP_EM = 0.9
 """A horizontal gap at least this many font heights wide separates two cells."""
+_MAX_LABEL_CHARS = 12
+"""Two columns of words are a table (a glossary) when the first one holds short labels."""
+_MIN_FILL = 0.6
+"""Share of a table's data cells that hold text; text boxes of a diagram leave most cells empty."""
+_MARKERS = frozenset("+-–•*·o>")
 _LINE_GAP_EM = 2.2
 """A vertical gap wider than this many line heights ends a table."""
 
@@ -210,6 +215,8 @@ def _split(words: list[_Word]) -> _Line:
             continue
         current.append(word)
     close()
+    if len(cells) >= 2 and cells[0].text in _MARKERS:  # a bullet or UML visibility mark, not a column
+        cells[:2] = [_Cell(cells[0].x0, cells[1].x1, f"{cells[0].text} {cells[1].text}")]
     return _Line(list(words), cells, leader)
 
 
@@ -265,12 +272,17 @@ def _table(lines: list[_Line]) -> PdfTable | None:
         return None
     numeric_rows = sum(1 for line in body if any(_is_number(c.text) for c in line.cells))
     leader_rows = sum(1 for line in body if line.leader)
-    if len(columns) < 3 and numeric_rows < 0.5 * len(body) and leader_rows < 0.5 * len(body):
+    labels = [line.cells[0].text for line in body if line.cells]
+    short_labels = bool(labels) and statistics.mean(len(t) for t in labels) <= _MAX_LABEL_CHARS
+    if len(columns) < 3 and numeric_rows < 0.5 * len(body) and leader_rows < 0.5 * len(body) and not short_labels:
         return None
     rows = [_place(line, columns) for line in lines]
     rows = _join_wrapped_labels(rows)
     width = len(columns)
     if any(len(row) != width for row in rows):
+        return None
+    data = [cell for row in rows[1:] for cell in row]
+    if sum(1 for cell in data if cell) < _MIN_FILL * len(data):
         return None
     bbox = (min(line.x0 for line in lines), lines[0].top, max(line.x1 for line in lines), lines[-1].bottom)
     return PdfTable(bbox, tuple(tuple(row) for row in rows))

@@ -23,7 +23,7 @@ _KEY_VALUE = re.compile(r"^\s*[A-Z\u00c0-\u00de][\w\u00c0-\u017f’'()/&.,#-]*(?
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
 _FULL_LINE = 0.78
 """A line at least this fraction of the page's typical long-line length filled its column."""
-_MIN_TYPICAL = 30
+_MIN_TYPICAL = 45
 
 
 def _typical_length(lines: list[str]) -> int:
