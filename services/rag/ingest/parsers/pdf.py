@@ -52,7 +52,7 @@ def parse_pdf(data: bytes, limits: ParseLimits, ocr: PageReader | None = None,
         if scanned:
             _read_scans(document, texts, scanned, limits, ocr, on_ocr_page)
         scans = set(scanned)
-        laid_out = lay_out_pages(data, [None if i in scans else layer for i, layer in enumerate(layers)], limits)
+        laid_out = lay_out_pages([None if i in scans else layer for i, layer in enumerate(layers)], limits)
         sections: list[Section] = []
         for index, text in enumerate(texts):
             if index in laid_out:

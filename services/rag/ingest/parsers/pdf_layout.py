@@ -1,19 +1,17 @@
 """A PDF page's text layer as sections: prose re-joined into paragraphs, tables as rows of cells.
 
 PDFium reads the page (fast, and in column order on multi-column pages). A page that may hold a
-table (rows of numbers, leader dots, a "Table 3" caption, or drawn lines) is also read by
-pdfplumber, whose word geometry finds the tables (``pdf_tables``). The characters PDFium placed
-inside a table's box are taken out of the page's text, and the table is rendered with the
-shared table convention (``cell | cell`` lines, blocks repeating the header row, row numbers
-kept) at the place of its first character, so the prose around it keeps its reading order.
-
-pdfplumber is pure Python and about 10x slower than PDFium, so only candidate pages go through
-it, and a page it cannot read keeps its PDFium text.
+table (rows of numbers, leader dots, a "Table 3" caption, wide gaps between words on several
+lines, or drawn lines) is searched for tables (``pdf_tables``) with the words built from
+PDFium's character boxes and the rules from its path objects. The characters inside a table's
+box are taken out of the page's text, and the table is rendered with the shared table
+convention (``cell | cell`` lines, blocks repeating the header row, row numbers kept) at the
+place of its first character, so the prose around it keeps its reading order.
 """
 
 from __future__ import annotations
 
-import io
+import ctypes
 import logging
 import re
 from collections.abc import Sequence
@@ -25,8 +23,8 @@ import pypdfium2.raw as pdfium_c
 from services.rag.documents import Section
 from services.rag.ingest.parsers.cleaning import clean_text
 from services.rag.ingest.parsers.limits import ParseLimits
-from services.rag.ingest.parsers.pdf_tables import PdfTable, find_tables
-from services.rag.ingest.parsers.reflow import reflow
+from services.rag.ingest.parsers.pdf_tables import PdfTable, Rule, Word, find_tables
+from services.rag.ingest.parsers.reflow import BULLET_GLYPHS, reflow
 from services.rag.ingest.parsers.tables import table_blocks
 
 _log = logging.getLogger(__name__)
@@ -35,11 +33,14 @@ _LEADERS = re.compile(r"(?:\.\s?){4,}\s*[\d(]")
 _CAPTION = re.compile(r"^\s*(?:Table|TABLE|Tableau)\s+[\dIVXA-Z]+", re.M)
 _NUMBER = re.compile(r"(?<![\w.])[-(]?\$?\d[\d,.]*%?\)?(?![\w])")
 _MIN_NUMERIC_LINES = 3
-_MIN_PATHS = 4
+_MIN_RULES = 4
+_MAX_PATHS = 20_000
+_MAX_SEGMENTS = 2_000
 _MIN_GAPPED_LINES = 3
 _MAX_TABLE_PAGE_CHARS = 60_000
 
 Box = tuple[float, float, float, float]
+_NO_BOX: Box = (0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class PageLayer:
     text: str
     raw: str = ""
     boxes: tuple[Box, ...] = ()
+    rules: tuple[Rule, ...] = ()
 
     @property
     def candidate(self) -> bool:
@@ -68,21 +70,56 @@ def read_layer(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage, with_boxes: b
     left, _, _, top = page.get_mediabox()
     boxes = []
     for index in range(count):
-        l, b, r, t = textpage.get_charbox(index)
+        if pdfium_c.FPDFText_GetCharAngle(textpage.raw, index) > 0.01:
+            boxes.append(_NO_BOX)  # rotated text (a margin stamp, an axis label) is not part of a row
+            continue
+        l, b, r, t = textpage.get_charbox(index, loose=True)
         boxes.append((l - left, top - t, r - left, top - b))
-    if not _may_hold_table(text, page, boxes):
+    rules = _rules(page, left, top)
+    if not _may_hold_table(text, rules, boxes):
         return PageLayer(text)
-    return PageLayer(text, raw, tuple(boxes))
+    return PageLayer(text, raw, tuple(boxes), tuple(rules))
 
 
-def _may_hold_table(text: str, page: pdfium.PdfPage, boxes: Sequence[Box]) -> bool:
+def _rules(page: pdfium.PdfPage, left: float, top: float) -> list[Rule]:
+    """The straight horizontal and vertical segments of the page's top-level paths (lines and
+    rectangle sides), in top-left coordinates."""
+    rules: list[Rule] = []
+    x, y = ctypes.c_float(), ctypes.c_float()
+    for count, obj in enumerate(page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=1)):
+        if count >= _MAX_PATHS:
+            break
+        matrix = obj.get_matrix()
+        points: list[tuple[float, float]] = []
+        start: tuple[float, float] | None = None
+        for index in range(min(pdfium_c.FPDFPath_CountSegments(obj.raw), _MAX_SEGMENTS)):
+            segment = pdfium_c.FPDFPath_GetPathSegment(obj.raw, index)
+            if not pdfium_c.FPDFPathSegment_GetPoint(segment, ctypes.byref(x), ctypes.byref(y)):
+                continue
+            px, py = matrix.on_point(x.value, y.value)
+            point = (px - left, top - py)
+            kind = pdfium_c.FPDFPathSegment_GetType(segment)
+            if kind == pdfium_c.FPDF_SEGMENT_MOVETO or not points:
+                start = point
+            elif kind == pdfium_c.FPDF_SEGMENT_LINETO:
+                _add_rule(rules, points[-1], point)
+            points.append(point)
+            if pdfium_c.FPDFPathSegment_GetClose(segment) and start is not None:
+                _add_rule(rules, point, start)
+    return rules
+
+
+def _add_rule(rules: list[Rule], a: tuple[float, float], b: tuple[float, float]) -> None:
+    (x0, y0), (x1, y1) = a, b
+    if abs(y0 - y1) <= 1.0 and abs(x1 - x0) >= 3 or abs(x0 - x1) <= 1.0 and abs(y1 - y0) >= 3:
+        rules.append(Rule(min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)))
+
+
+def _may_hold_table(text: str, rules: Sequence[Rule], boxes: Sequence[Box]) -> bool:
     if _LEADERS.search(text) or _CAPTION.search(text):
         return True
     numeric = sum(1 for line in text.splitlines() if len(_NUMBER.findall(line)) >= 2)
-    if numeric >= _MIN_NUMERIC_LINES or _gapped_lines(boxes) >= _MIN_GAPPED_LINES:
-        return True
-    paths = page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=2)
-    return sum(1 for _, _ in zip(range(_MIN_PATHS), paths, strict=False)) >= _MIN_PATHS
+    return numeric >= _MIN_NUMERIC_LINES or len(rules) >= _MIN_RULES or _gapped_lines(boxes) >= _MIN_GAPPED_LINES
 
 
 def _gapped_lines(boxes: Sequence[Box]) -> int:
@@ -101,53 +138,58 @@ def _gapped_lines(boxes: Sequence[Box]) -> int:
             if abs(bottom - p_bottom) > 0.6 * tall or left < p_left:  # a new line
                 lines += gapped
                 gapped = False
-            elif left - p_right >= 1.2 * tall:
+            elif left - p_right >= tall:
                 gapped = True
         previous = box
     return lines + gapped
 
 
-def lay_out_pages(data: bytes, layers: Sequence[PageLayer | None], limits: ParseLimits) -> dict[int, list[Section]]:
+def lay_out_pages(layers: Sequence[PageLayer | None], limits: ParseLimits) -> dict[int, list[Section]]:
     """The sections of every page that has a layer (None: a scan, handled by OCR), by page index."""
     out: dict[int, list[Section]] = {}
-    plumber = None
-    try:
-        for index, layer in enumerate(layers):
-            if layer is None:
-                continue
-            tables: list[PdfTable] = []
-            if layer.candidate:
-                if plumber is None:
-                    plumber = _open_plumber(data)
-                if plumber is not False:
-                    tables = _tables(plumber, index)
-            out[index] = _page_sections(layer, tables, index + 1, limits) if tables else _prose(layer.text, index + 1)
-    finally:
-        if plumber not in (None, False):
-            plumber.close()
+    for index, layer in enumerate(layers):
+        if layer is None:
+            continue
+        tables = _tables(layer, index) if layer.candidate else []
+        out[index] = _page_sections(layer, tables, index + 1, limits) if tables else _prose(layer.text, index + 1)
     return out
 
 
-def _open_plumber(data: bytes):
-    import pdfplumber  # imported on first use: it pulls in pdfminer
-
+def _tables(layer: PageLayer, index: int) -> list[PdfTable]:
     try:
-        return pdfplumber.open(io.BytesIO(data))
-    except Exception as exc:  # noqa: BLE001 - pdfminer raises many types; PDFium already read the text
-        _log.warning("pdfplumber cannot open this PDF (%s); tables are kept as text", exc)
-        return False
-
-
-def _tables(plumber, index: int) -> list[PdfTable]:
-    try:
-        page = plumber.pages[index]
-        try:
-            return find_tables(page)
-        finally:
-            page.close()
-    except Exception as exc:  # noqa: BLE001 - a broken page keeps its PDFium text
+        return find_tables(words(layer.raw, layer.boxes), layer.rules)
+    except (ValueError, IndexError, ZeroDivisionError) as exc:  # a page the finder cannot read keeps its text
         _log.warning("table detection failed on page %d (%s); its text is kept as read", index + 1, exc)
         return []
+
+
+def words(raw: str, boxes: Sequence[Box]) -> list[Word]:
+    """Words from characters: runs of visible characters on one baseline, without a gap."""
+    out: list[Word] = []
+    current: list[int] = []
+
+    def close() -> None:
+        if current:
+            text = clean_text("".join(raw[i] for i in current)).strip()
+            if text:
+                bs = [boxes[i] for i in current]
+                out.append(Word(min(b[0] for b in bs), max(b[2] for b in bs), min(b[1] for b in bs),
+                                max(b[3] for b in bs), BULLET_GLYPHS.sub("•", text)))
+            current.clear()
+
+    for index, char in enumerate(raw):
+        left, top, right, bottom = boxes[index]
+        if char.isspace() or (right - left <= 0.01 and bottom - top <= 0.01):
+            close()
+            continue
+        if current:
+            p_left, p_top, p_right, p_bottom = boxes[current[-1]]
+            height = max(bottom - top, p_bottom - p_top, 1.0)
+            if abs(bottom - p_bottom) > 0.4 * height or left - p_right > 0.5 * height or left < p_left - 0.5:
+                close()
+        current.append(index)
+    close()
+    return out
 
 
 def _prose(text: str, page: int) -> list[Section]:

@@ -1,11 +1,13 @@
-"""Tables on a PDF page as rows of cells, from the page's word geometry (pdfplumber).
+"""Tables on a PDF page as rows of cells, from the page's word geometry.
 
-Two finders, run in this order:
+The words and drawn lines come from PDFium (``pdf_layout``: character boxes and path segments),
+so no second PDF parser reads the page. Two finders, run in this order:
 
-* **Ruled tables**: pdfplumber's table finder on the page's drawn lines and rectangles. A table
-  it returns is kept only when no words sit just outside it on its own rows (a grid drawn
-  around the numbers but not the row labels is left to the second finder, so a label is never
-  cut from its row).
+* **Ruled tables**: pdfplumber's grid functions (``merge_edges``, ``edges_to_intersections``,
+  ``intersections_to_cells``, ``cells_to_tables``) build the cells from the drawn lines and
+  rectangles; each cell takes the words inside it. A table is kept only when no words sit just
+  outside it on its own rows (a grid drawn around the numbers but not the row labels is left to
+  the second finder, so a label is never cut from its row).
 * **Aligned tables** (whitespace or leader dots): words are grouped into visual lines by their
   vertical position, a line is cut into cells at wide horizontal gaps and at leader dots
   (``Driving under the influence .......... 87,232 58,068``), and a run of at least three such
@@ -14,16 +16,19 @@ Two finders, run in this order:
   stays with its own numbers (they share a baseline).
 
 The first row of a table is its header. Prose is never taken for a table: a table's cells are
-short, and it has three columns or numbers in most rows (two columns of running text are
-long cells in two columns).
+short, most of them hold text, and it has three columns, numbers in most rows, or short labels
+in its first column (two columns of running text are long cells in two columns).
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from pdfplumber.table import cells_to_tables, edges_to_intersections, intersections_to_cells, merge_edges
 
 from services.rag.ingest.parsers.cleaning import collapse_cell
 from services.rag.ingest.parsers.reflow import BULLET_GLYPHS
@@ -31,6 +36,7 @@ from services.rag.ingest.parsers.reflow import BULLET_GLYPHS
 _LEADER_WORD = re.compile(r"^(?:[.·…_]\s?){2,}$")
 _TRAILING_LEADER = re.compile(r"(?:\s?[.·…_]){3,}$")
 _LEADING_LEADER = re.compile(r"^(?:[.·…_]\s?){3,}")
+_INNER_LEADER = re.compile(r"((?:[.·…_]\s?){3,})")
 _NUMERIC = re.compile(r"^[(\[]?[-+−–$€£¥]?\d[\d.,:/%\u2009 ]*[)\]%*†‡]?$|^[-–—]$|^\(?[NXZ]\)?$|^n/?a$", re.I)
 _MIN_ROWS = 3
 _MAX_CELL_CHARS = 60
@@ -39,6 +45,7 @@ _GAP_EM = 0.9
 """A horizontal gap at least this many font heights wide separates two cells."""
 _MAX_LABEL_CHARS = 12
 """Two columns of words are a table (a glossary) when the first one holds short labels."""
+_PROSE_CELL_CHARS = 30
 _MIN_FILL = 0.6
 """Share of a table's data cells that hold text; text boxes of a diagram leave most cells empty."""
 _MARKERS = frozenset("+-–•*·o>")
@@ -55,7 +62,9 @@ class PdfTable:
 
 
 @dataclass
-class _Word:
+class Word:
+    """A word on the page: its box (top-left origin, points) and text."""
+
     x0: float
     x1: float
     top: float
@@ -65,6 +74,29 @@ class _Word:
     @property
     def height(self) -> float:
         return max(self.bottom - self.top, 1.0)
+
+
+_Word = Word
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A drawn line segment (or a rectangle's side), horizontal or vertical."""
+
+    x0: float
+    top: float
+    x1: float
+    bottom: float
+
+    def edge(self) -> dict:
+        horizontal = abs(self.bottom - self.top) <= abs(self.x1 - self.x0)
+        if horizontal:
+            y = (self.top + self.bottom) / 2
+            return {"x0": self.x0, "x1": self.x1, "top": y, "bottom": y, "width": self.x1 - self.x0, "height": 0.0,
+                    "orientation": "h", "object_type": "line"}
+        x = (self.x0 + self.x1) / 2
+        return {"x0": x, "x1": x, "top": self.top, "bottom": self.bottom, "width": 0.0,
+                "height": self.bottom - self.top, "orientation": "v", "object_type": "line"}
 
 
 @dataclass
@@ -101,23 +133,15 @@ class _Line:
         return max(w.x1 for w in self.words)
 
 
-def find_tables(page) -> list[PdfTable]:
-    """The tables of a pdfplumber page, top to bottom."""
-    words = [
-        _Word(float(w["x0"]), float(w["x1"]), float(w["top"]), float(w["bottom"]), _clean_word(str(w["text"])))
-        for w in page.extract_words(x_tolerance=1.5, y_tolerance=2.5, keep_blank_chars=False)
-        if str(w["text"]).strip()
-    ]
+def find_tables(words: Sequence[Word], rules: Sequence[Rule] = ()) -> list[PdfTable]:
+    """The tables among a page's words and drawn lines, top to bottom."""
+    words = [w for w in words if w.text.strip()]
     if not words:
         return []
-    tables = _ruled_tables(page, words)
+    tables = _ruled_tables(words, rules) if rules else []
     rest = [w for w in words if not any(_inside(w, t.bbox) for t in tables)]
     tables.extend(_aligned_tables(rest))
     return sorted(tables, key=lambda t: (t.bbox[1], t.bbox[0]))
-
-
-def _clean_word(text: str) -> str:
-    return BULLET_GLYPHS.sub("•", collapse_cell(text))
 
 
 def _inside(word: _Word, bbox: tuple[float, float, float, float], slack: float = 1.0) -> bool:
@@ -126,21 +150,59 @@ def _inside(word: _Word, bbox: tuple[float, float, float, float], slack: float =
     return x0 - slack <= cx <= x1 + slack and top - slack <= cy <= bottom + slack
 
 
-def _ruled_tables(page, words: list[_Word]) -> list[PdfTable]:
-    found = page.find_tables({"vertical_strategy": "lines", "horizontal_strategy": "lines"})
+_SNAP = 3.0
+_MIN_EDGE = 3.0
+
+
+def _ruled_tables(words: list[Word], rules: Sequence[Rule]) -> list[PdfTable]:
+    edges = merge_edges([r.edge() for r in rules], _SNAP, _SNAP, _SNAP, _SNAP)
+    edges = [e for e in edges if (e["width"] if e["orientation"] == "h" else e["height"]) >= _MIN_EDGE]
+    if len(edges) < 4:
+        return []
+    cells = intersections_to_cells(edges_to_intersections(edges, _SNAP, _SNAP))
     tables: list[PdfTable] = []
-    for table in found:
-        rows = [tuple(_clean_cell(c) for c in row) for row in table.extract()]
+    for group in cells_to_tables(cells):
+        rows = _grid_rows(group, words)
         rows = [row for row in rows if any(row)]
-        width = max((len(r) for r in rows), default=0)
-        if len(rows) < 2 or width < 2:
+        if len(rows) < 2 or len(rows[0]) < 2:
             continue
-        bbox = tuple(float(v) for v in table.bbox)
+        bbox = (min(c[0] for c in group), min(c[1] for c in group), max(c[2] for c in group), max(c[3] for c in group))
         if _cut_off(bbox, words):
             continue
-        rows = [row + ("",) * (width - len(row)) for row in rows]
-        tables.append(PdfTable(bbox, tuple(rows)))  # type: ignore[arg-type]
+        tables.append(PdfTable(bbox, tuple(tuple(row) for row in rows)))
     return tables
+
+
+def _grid_rows(cells: list[tuple[float, float, float, float]], words: list[Word]) -> list[list[str]]:
+    """The text of a grid's cells, row by row; a merged cell's text goes in its first column."""
+    tops = sorted({round(c[1], 1) for c in cells})
+    lefts = sorted({round(c[0], 1) for c in cells})
+    by_corner = {(round(c[1], 1), round(c[0], 1)): c for c in cells}
+    x0s, t0s = min(lefts), min(tops)
+    x1s, b1s = max(c[2] for c in cells), max(c[3] for c in cells)
+    inside: dict[tuple[float, float], list[Word]] = {}
+    for word in words:
+        cx, cy = (word.x0 + word.x1) / 2, (word.top + word.bottom) / 2
+        if not (x0s <= cx <= x1s and t0s <= cy <= b1s):
+            continue
+        row = bisect.bisect_right(tops, cy) - 1
+        col = bisect.bisect_right(lefts, cx) - 1
+        cell = None
+        for r in range(row, -1, -1):  # a merged cell starts above or left of the point
+            for c in range(col, -1, -1):
+                found = by_corner.get((tops[r], lefts[c]))
+                if found is not None and found[0] <= cx <= found[2] and found[1] <= cy <= found[3]:
+                    cell = (tops[r], lefts[c])
+                    break
+            if cell is not None:
+                break
+        if cell is not None:
+            inside.setdefault(cell, []).append(word)
+    grid = [[""] * len(lefts) for _ in tops]
+    for (top, left), members in inside.items():
+        text = " ".join(w.text for line in _lines(members) for w in line.words)
+        grid[tops.index(top)][lefts.index(left)] = _clean_cell(text)
+    return grid
 
 
 def _cut_off(bbox: tuple[float, float, float, float], words: list[_Word]) -> bool:
@@ -189,7 +251,7 @@ def _split(words: list[_Word]) -> _Line:
             cells.append(_Cell(current[0].x0, current[-1].x1, text))
             current.clear()
 
-    for word in words:
+    for word in _leader_split(words):
         text = word.text
         if _LEADER_WORD.match(text):
             leader = True
@@ -218,6 +280,23 @@ def _split(words: list[_Word]) -> _Line:
     if len(cells) >= 2 and cells[0].text in _MARKERS:  # a bullet or UML visibility mark, not a column
         cells[:2] = [_Cell(cells[0].x0, cells[1].x1, f"{cells[0].text} {cells[1].text}")]
     return _Line(list(words), cells, leader)
+
+
+def _leader_split(words: list[Word]) -> list[Word]:
+    """Words with leader dots inside (``OVERVIEW.........6``) cut into the label, the dots and the rest."""
+    out: list[Word] = []
+    for word in words:
+        pieces = [p for p in _INNER_LEADER.split(word.text) if p]
+        if len(pieces) < 2:
+            out.append(word)
+            continue
+        step = (word.x1 - word.x0) / max(len(word.text), 1)
+        at = 0
+        for piece in pieces:
+            start = word.text.index(piece, at)
+            at = start + len(piece)
+            out.append(Word(word.x0 + start * step, word.x0 + at * step, word.top, word.bottom, piece))
+    return out
 
 
 def _row_like(line: _Line) -> bool:
@@ -284,8 +363,15 @@ def _table(lines: list[_Line]) -> PdfTable | None:
     data = [cell for row in rows[1:] for cell in row]
     if sum(1 for cell in data if cell) < _MIN_FILL * len(data):
         return None
+    if sum(1 for col in zip(*rows[1:], strict=True) if _prose_column(col)) >= 2:
+        return None  # columns of running text side by side
     bbox = (min(line.x0 for line in lines), lines[0].top, max(line.x1 for line in lines), lines[-1].bottom)
     return PdfTable(bbox, tuple(tuple(row) for row in rows))
+
+
+def _prose_column(cells: Sequence[str]) -> bool:
+    filled = [c for c in cells if c]
+    return bool(filled) and statistics.median(len(c) for c in filled) > _PROSE_CELL_CHARS
 
 
 def _columns(lines: list[_Line]) -> list[tuple[float, float]]:
