@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import pathlib
+import re
 import statistics
 import subprocess
 import sys
@@ -43,7 +44,8 @@ for line in sys.stdin:
         seconds = time.perf_counter() - start
         spans = chunk_sections(parsed.sections, chunker)
         chunks = [parsed.sections[s.section_index].text[s.start:s.end] for s in spans]
-        out = {"seconds": seconds, "chunks": chunks}
+        headings = [" / ".join(parsed.sections[s.section_index].heading_path) for s in spans]
+        out = {"seconds": seconds, "chunks": chunks, "headings": headings}
     except Exception as exc:
         out = {"error": f"{type(exc).__name__}: {getattr(exc, 'reason', '')} {exc}"[:200]}
     print(json.dumps(out), flush=True)
@@ -72,13 +74,48 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def _found(item: dict, chunks: list[str]) -> tuple[bool, bool | None]:
-    """(a gold answer in one chunk, all list items in one chunk or None for non-list questions)."""
+_STOP = frozenset("what which when where does have with from that this were many much according their there "
+                  "about into under over they them than then been being whom whose your also only".split())
+
+
+def _terms(question: str) -> set[str]:
+    """The question's content words, cut to 5 letters (a crude stem)."""
+    words = re.findall(r"[a-z0-9][a-z0-9.\-]*[a-z0-9]|[a-z0-9]", question.lower())
+    return {w[:5] for w in words if len(w) >= 4 and w not in _STOP}
+
+
+def _found(item: dict, chunks: list[str], headings: list[str]) -> tuple[bool, bool | None, bool]:
+    """(a gold answer in one chunk, all list items in one chunk or None for non-list questions,
+    a gold answer in a chunk that, with its heading path, holds half or more of the question's
+    content words)."""
     normed = [_norm(c) for c in chunks]
     any_hit = any(_norm(a) in c for a in item["answers"] for c in normed)
     items = item.get("all_items")
     every = None if not items else any(all(_norm(a) in c for a in items) for c in normed)
-    return any_hit, every
+    terms = _terms(item["question"])
+    with_terms = False
+    for chunk, heading in zip(normed, headings, strict=True):
+        if any(_norm(a) in chunk for a in item["answers"]):
+            context = f"{_norm(heading)} {chunk}"
+            present = {t for t in terms if t in context}
+            if not terms or len(present) >= 0.5 * len(terms):
+                with_terms = True
+                break
+    return any_hit, every, with_terms
+
+
+def _as_cell(item: dict, chunks: list[str]) -> bool:
+    """A gold answer is a whole cell of a ``cell | cell`` row in a chunk whose first line is a
+    ``cell | cell`` header row: the table convention the answer engine reads by row and column."""
+    answers = {_norm(a) for a in item["answers"]}
+    for chunk in chunks:
+        lines = chunk.split("\n")
+        if " | " not in lines[0]:
+            continue
+        for line in lines[1:]:
+            if " | " in line and answers & {_norm(c) for c in line.split(" | ")}:
+                return True
+    return False
 
 
 def main() -> None:
@@ -107,6 +144,7 @@ def main() -> None:
                         else:
                             slot["seconds"].append(out["seconds"])
                             slot["chunks"] = out["chunks"]
+                            slot["headings"] = out["headings"]
         finally:
             for worker in workers.values():
                 worker.close()
@@ -130,8 +168,10 @@ def _summary(results: dict, dev: list[dict]) -> dict:
             continue
         entry = {"id": item["id"], "file": item["file"], "kind": item["kind"]}
         for side in ("before", "after"):
-            chunks = results[side].get(item["file"], {}).get("chunks", [])
-            entry[side], entry[f"{side}_all_items"] = _found(item, chunks)
+            slot = results[side].get(item["file"], {})
+            chunks, headings = slot.get("chunks", []), slot.get("headings", [])
+            entry[side], entry[f"{side}_all_items"], entry[f"{side}_with_terms"] = _found(item, chunks, headings)
+            entry[f"{side}_cell"] = _as_cell(item, chunks)
         out["questions"].append(entry)
     return out
 
@@ -163,19 +203,32 @@ def _report(results: dict, dev: list[dict], args) -> str:
     hit_b = sum(q["before"] for q in questions)
     hit_a = sum(q["after"] for q in questions)
     lists = [q for q in questions if q["before_all_items"] is not None]
+    tables = [q for q in questions if q["kind"] == "table"]
     lines += [
         "",
         f"Gold answer string inside one chunk (answerable dev questions, {len(questions)}): "
         f"before {hit_b}/{len(questions)}, after {hit_a}/{len(questions)}.",
+        f"Gold answer in a chunk that (with its heading path) holds half or more of the question's content words: before "
+        f"{sum(q['before_with_terms'] for q in questions)}/{len(questions)}, after {sum(q['after_with_terms'] for q in questions)}/{len(questions)}.",
+        f"Table questions whose gold answer is a whole cell of a row, in a chunk that starts with the header row "
+        f"({len(tables)}): before {sum(q['before_cell'] for q in tables)}/{len(tables)}, "
+        f"after {sum(q['after_cell'] for q in tables)}/{len(tables)}.",
         f"All items of a list question inside one chunk ({len(lists)}): before "
         f"{sum(bool(q['before_all_items']) for q in lists)}/{len(lists)}, after {sum(bool(q['after_all_items']) for q in lists)}/{len(lists)}.",
         "",
-        "| id | file | kind | before | after |",
-        "| --- | --- | --- | --- | --- |",
+        "| id | file | kind | in a chunk before | after | with the question's words before | after | as a cell before | after |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+
+    def yn(v: bool) -> str:
+        return "yes" if v else "no"
+
     for q in questions:
-        if q["before"] != q["after"] or not q["after"]:
-            lines.append(f"| {q['id']} | {q['file']} | {q['kind']} | {'yes' if q['before'] else 'no'} | {'yes' if q['after'] else 'no'} |")
+        if q["before"] != q["after"] or q["before_with_terms"] != q["after_with_terms"] or not q["after_with_terms"] \
+                or q["before_cell"] != q["after_cell"]:
+            lines.append(f"| {q['id']} | {q['file']} | {q['kind']} | {yn(q['before'])} | {yn(q['after'])} | "
+                         f"{yn(q['before_with_terms'])} | {yn(q['after_with_terms'])} | "
+                         f"{yn(q['before_cell'])} | {yn(q['after_cell'])} |")
     lines.append("")
     lines.append("(Only questions whose outcome changed or that are still missed are listed.)")
     return "\n".join(lines) + "\n"

@@ -61,6 +61,7 @@ class TestPdfTables:
         parsed = parse(_leader_table_pdf(), FileType.PDF, LIMITS)
         tables = [s for s in parsed.sections if s.row_starts]
         assert len(tables) == 1 and tables[0].page == 1
+        assert tables[0].heading_path == ("Table 4. Arrests by offense charged, 2019",)  # its caption
         rows = _rows(tables[0])
         assert tables[0].text.startswith("Offense charged | Total | Under 18\n")  # the header line
         assert [rows[n] for n in range(2, 7)] == [" | ".join(row) for row in _OFFENSES]
@@ -136,3 +137,57 @@ class TestReflow:
             "There were 200 laptops delivered on January 23, 2023, after a delay of a week. Thanks.",
             "Best Regards,", "Mallori",
         ]
+
+
+class TestOtherFormatsTables:
+    def test_a_long_docx_table_is_cut_into_blocks_that_repeat_the_header(self) -> None:
+        import io
+
+        import docx
+
+        document = docx.Document()
+        document.add_heading("Fleet", level=1)
+        document.add_paragraph("Every vessel registered in the harbour.")
+        table = document.add_table(rows=41, cols=3)
+        for r in range(41):
+            for c, value in enumerate(("Vessel", "Length", "Owner") if r == 0 else (f"Boat {r}", f"{10 + r} m", f"Owner {r}")):
+                table.cell(r, c).text = value
+        out = io.BytesIO()
+        document.save(out)
+        parsed = parse(out.getvalue(), FileType.DOCX, ParseLimits(table_block_chars=300))
+        blocks = [s for s in parsed.sections if s.row_starts]
+        assert len(blocks) >= 3 and all(s.heading_path == ("Fleet",) for s in blocks)
+        assert all(s.text.startswith("Vessel | Length | Owner\n") for s in blocks)
+        assert [n for s in blocks for _, n in s.row_starts] == list(range(2, 42))
+        assert _rows(blocks[0])[2] == "Boat 1 | 11 m | Owner 1"
+        assert parsed.sections[0].text == "Fleet\n\nEvery vessel registered in the harbour."
+
+    def test_a_long_html_table_is_cut_into_blocks_that_repeat_the_header(self) -> None:
+        rows = "".join(f"<tr><td>Boat {r}</td><td>{10 + r}</td></tr>" for r in range(1, 40))
+        html = f"<html><body><h1>Fleet</h1><table><tr><th>Vessel</th><th>Length</th></tr>{rows}</table></body></html>"
+        parsed = parse(html.encode(), FileType.HTML, ParseLimits(table_block_chars=200))
+        blocks = [s for s in parsed.sections if s.row_starts]
+        assert len(blocks) >= 3 and all(s.text.startswith("Vessel | Length\n") for s in blocks)
+        assert [n for s in blocks for _, n in s.row_starts] == list(range(2, 41))
+
+    def test_markdown_table_cells(self) -> None:
+        source = "# Stock\n\n| Item | Price |\n|---|---:|\n| Juicy Apples | 1.99 |\n| Bananas | |\n"
+        table = parse(source.encode(), FileType.MARKDOWN, LIMITS).sections[-1]
+        assert table.text == "Item | Price\nJuicy Apples | 1.99\nBananas |"  # an empty last cell
+        assert table.heading_path == ("Stock",)
+
+
+class TestMojibake:
+    def test_double_encoded_utf8_is_repaired_in_every_text_format(self) -> None:
+        text = "Le café coûte 3 € — naïve façade, don’t"
+        broken = text.encode("utf-8").decode("cp1252")
+        assert broken != text
+        parsed = parse(broken.encode("utf-8"), FileType.TEXT, LIMITS)
+        assert parsed.sections[0].text == text
+        html = f"<html><body><p>{broken}</p><table><tr><td>{broken}</td><td>1</td></tr></table></body></html>"
+        sections = parse(html.encode("utf-8"), FileType.HTML, LIMITS).sections
+        assert sections[0].text == f"{text}\n\n{text} | 1"
+
+    def test_clean_text_is_left_alone(self) -> None:
+        text = "Déjà vu — naïve façade, garçon. Straße, Ærøskøbing, Ελληνικά, 東京."
+        assert parse(text.encode("utf-8"), FileType.TEXT, LIMITS).sections[0].text == text

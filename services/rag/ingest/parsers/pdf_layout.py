@@ -38,6 +38,7 @@ _MAX_PATHS = 20_000
 _MAX_SEGMENTS = 2_000
 _MIN_GAPPED_LINES = 3
 _MAX_TABLE_PAGE_CHARS = 60_000
+_MAX_CAPTION_CHARS = 160
 
 Box = tuple[float, float, float, float]
 _NO_BOX: Box = (0.0, 0.0, 0.0, 0.0)
@@ -198,16 +199,23 @@ def _prose(text: str, page: int) -> list[Section]:
 
 
 def _page_sections(layer: PageLayer, tables: list[PdfTable], page: int, limits: ParseLimits) -> list[Section]:
-    """The page's prose and tables in reading order; a table goes where its first character was."""
+    """The page's prose and tables in reading order; a table goes where its first character was,
+    under the heading of the line just before it (its caption or title), if that line is short."""
     owner = _owners(layer.boxes, tables)
     sections: list[Section] = []
     pending: list[str] = []
     placed: set[int] = set()
+    caption = ""
 
     def flush_prose() -> None:
+        nonlocal caption
         if pending:
-            sections.extend(_prose(clean_text("".join(pending)), page))
+            prose = _prose(clean_text("".join(pending)), page)
+            sections.extend(prose)
             pending.clear()
+            if prose:
+                last = prose[-1].text.rsplit("\n", 1)[-1].strip()
+                caption = last if len(last) <= _MAX_CAPTION_CHARS else ""
 
     for char, table in zip(layer.raw, owner, strict=True):
         if table < 0:
@@ -217,18 +225,18 @@ def _page_sections(layer: PageLayer, tables: list[PdfTable], page: int, limits: 
             continue
         placed.add(table)
         flush_prose()
-        sections.extend(_table_sections(tables[table], page, limits))
+        sections.extend(_table_sections(tables[table], page, limits, caption))
     flush_prose()
     for number, table in enumerate(tables):  # a table PDFium did not see (text drawn as paths?)
         if number not in placed:
-            sections.extend(_table_sections(table, page, limits))
+            sections.extend(_table_sections(table, page, limits, ""))
     return sections
 
 
-def _table_sections(table: PdfTable, page: int, limits: ParseLimits) -> list[Section]:
+def _table_sections(table: PdfTable, page: int, limits: ParseLimits, caption: str) -> list[Section]:
     header = (1, list(table.rows[0]))
     rows = ((number, list(cells)) for number, cells in enumerate(table.rows[1:], start=2))
-    return table_blocks(header, rows, limits.table_block_chars, page=page)
+    return table_blocks(header, rows, limits.table_block_chars, page=page, heading_path=(caption,) if caption else ())
 
 
 def _owners(boxes: Sequence[Box], tables: list[PdfTable]) -> list[int]:

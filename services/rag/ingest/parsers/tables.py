@@ -64,6 +64,12 @@ class TextBuilder:
         return Section(text="".join(self.parts), row_starts=tuple(self.row_starts), **where)
 
 
+def fits_one_block(rows: Sequence[tuple[int, Sequence[str]]], block_chars: int) -> bool:
+    """Whether a table's rendered rows fit one chunk-sized block (then it may stay inline with the
+    prose around it; a longer one becomes blocks of its own, each repeating the header)."""
+    return sum(len(row_line(cells)) + 1 for _, cells in rows) <= block_chars
+
+
 def table_blocks(
     header: tuple[int, Sequence[str]] | None,
     rows: Iterable[tuple[int, Sequence[str]]],
