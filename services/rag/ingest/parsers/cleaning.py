@@ -27,7 +27,10 @@ def repair_mojibake(text: str) -> str:
     """Double-encoded UTF-8 decoded back ("FranÃ§ais" -> "Français"); other text is returned as is."""
     if not _MOJIBAKE_HINT.search(text):
         return text
-    return ftfy.fix_text(text, _FTFY)
+    # Line by line, so a long document pays for ftfy only on its damaged lines.
+    return "".join(
+        ftfy.fix_text(line, _FTFY) if _MOJIBAKE_HINT.search(line) else line for line in text.splitlines(keepends=True)
+    )
 
 
 def clean_text(text: str) -> str:

@@ -63,7 +63,8 @@ def read_layer(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage, with_boxes: b
     """Reads a page's text; the caller holds the PDFium lock. ``with_boxes``: look for tables."""
     text = clean_text(textpage.get_text_bounded())
     count = textpage.count_chars()
-    if not with_boxes or not text.strip() or count > _MAX_TABLE_PAGE_CHARS:
+    if not with_boxes or not text.strip() or count > _MAX_TABLE_PAGE_CHARS or page.get_rotation():
+        # A page shown turned (/Rotate) keeps its text as read: its boxes are in the unturned frame.
         return PageLayer(text)
     raw = textpage.get_text_range(0, count)
     if len(raw) != count:
