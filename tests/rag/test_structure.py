@@ -191,3 +191,10 @@ class TestMojibake:
     def test_clean_text_is_left_alone(self) -> None:
         text = "Déjà vu — naïve façade, garçon. Straße, Ærøskøbing, Ελληνικά, 東京."
         assert parse(text.encode("utf-8"), FileType.TEXT, LIMITS).sections[0].text == text
+
+
+def test_rows_of_numbers_are_never_joined() -> None:
+    """Table rows the finder did not see (OCR text, say) stay one row a line, whatever their length."""
+    text = ("Processing | total chunks | mean chunks per document (std)\nBase 128 | 64,058 800.73 (484.11) N/A\n"
+            "Base 256 | 32,051 400.64 (242.04) N/A\nChipper 20,843 260.57 (145.80) 96.20 (57.53)")
+    assert reflow(text).splitlines() == text.splitlines()

@@ -25,6 +25,7 @@ from services.rag.ingest.ocr import OcrProgress, Page, PageReader, read_pages, t
 from services.rag.ingest.parsers.cleaning import clean_text
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
 from services.rag.ingest.parsers.pdf_layout import PageLayer, lay_out_pages, read_layer
+from services.rag.ingest.parsers.reflow import reflow
 from services.runtime.errors import FailedPrecondition
 
 _PDFIUM_LOCK = threading.Lock()
@@ -128,7 +129,7 @@ def _read_scans(
             yield index + 1, image, round(scale * 72)
 
     for number, text in read_pages(ocr, rendered(), len(scanned), on_page).items():
-        texts[number - 1] = clean_text(text)
+        texts[number - 1] = reflow(clean_text(text))
     if sum(len(t) for t in texts) > limits.max_text_chars:
         raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
 

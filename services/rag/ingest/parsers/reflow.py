@@ -7,7 +7,8 @@ hyphen is kept). Bullet and numbered items, ``Fax: 202-493-2251`` lines and shor
 (headings, signatures, addresses) start a line of their own, so they are never merged into
 the paragraph around them; a wrapped item's continuation lines are joined to it.
 
-Lines stay separated by one newline, so the chunker's line breaks fall between units.
+A line made mostly of numbers (three or more) is a table row and stays a line. Lines stay separated by one
+newline, so the chunker's line breaks fall between units. Used on PDF text layers and on OCR text.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ _LIST_ITEM = re.compile(
 )
 _KEY_VALUE = re.compile(r"^\s*[A-Z\u00c0-\u00de][\w\u00c0-\u017f’'()/&.,#-]*(?: [\w\u00c0-\u017f’'()/&.,#-]+){0,4} ?: +\S")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
+_NUMBER = re.compile(r"(?<![\w.])[-(]?[$€£]?\d[\d,.]*%?\)?(?![\w])")
+_ROW_NUMBERS = 3
 _FULL_LINE = 0.78
 """A line at least this fraction of the page's typical long-line length filled its column."""
 _MIN_TYPICAL = 45
@@ -33,6 +36,13 @@ def _typical_length(lines: list[str]) -> int:
     if len(lengths) < 5:  # too few lines for a percentile: the longest one filled the column
         return max(lengths[-1], _MIN_TYPICAL)
     return max(lengths[int(0.6 * (len(lengths) - 1))], _MIN_TYPICAL)
+
+
+def _row_of_numbers(line: str) -> bool:
+    """A line of three numbers or more that are much of its words: a table row (one no table finder
+    saw, or OCR text). Prose with a date and an amount is not one."""
+    numbers = len(_NUMBER.findall(line))
+    return numbers >= _ROW_NUMBERS and numbers >= 0.4 * len(line.split())
 
 
 def starts_unit(line: str) -> bool:
@@ -66,7 +76,7 @@ def reflow(text: str) -> str:
 
 
 def _continues(prev: str, line: str, typical: int) -> bool:
-    if starts_unit(line):
+    if starts_unit(line) or _row_of_numbers(prev) or _row_of_numbers(line):
         return False
     if prev.endswith("-") and line[:1].islower():
         return True
