@@ -14,7 +14,11 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]")
 _SPACES = re.compile(r"[ \t\u00a0]+\n")
 # UTF-8 read as Windows-1252/Latin-1 ("CafÃ©", "donâ€™t"): a lead byte's character followed by a
 # continuation byte's. ftfy only runs on text that has such a pair, and only its encoding fixes.
-_MOJIBAKE_HINT = re.compile(r"[\x80-\x9f]|[\u00c2-\u00f4][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc\u2013-\u203a\u20ac\u2122]")
+_MOJIBAKE_HINT = re.compile(
+    r"[\x80-\x9f]"
+    r"|[\u00c2-\u00f4]"
+    r"[\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc\u2013-\u203a\u20ac\u2122]"
+)
 _FTFY = ftfy.TextFixerConfig(
     unescape_html=False, remove_terminal_escapes=False, fix_latin_ligatures=False, fix_character_width=False,
     uncurl_quotes=False, fix_line_breaks=False, remove_control_chars=False, normalization=None, explain=False,

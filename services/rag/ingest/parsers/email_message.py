@@ -37,7 +37,8 @@ def parse_eml(data: bytes, limits: ParseLimits, parse_attachment: ParseAttachmen
     subject = " ".join(str(message.get("Subject") or "").split())
     body = _body(message, limits)
     if head or body:
-        sections.append(Section(text="\n\n".join(p for p in (head, body) if p), heading_path=(subject,) if subject else ()))
+        text = "\n\n".join(p for p in (head, body) if p)
+        sections.append(Section(text=text, heading_path=(subject,) if subject else ()))
     skipped: list[str] = []
     for count, part in enumerate(message.iter_attachments(), start=1):
         if count > MAX_ATTACHMENTS:

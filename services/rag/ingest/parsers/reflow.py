@@ -20,7 +20,8 @@ BULLET_GLYPHS = re.compile(r"^(\s*)[\uf0b7\uf0a7\uf076\uf0d8\uf0fc\uf0a8\u25aa\u
 _LIST_ITEM = re.compile(
     r"^\s*(?:[•\-\u2013\u2014*+o·>]\s+|\(?\d{1,3}[.)]\s+|\(?[a-zA-Z][.)]\s+|\([ivxlc]{1,5}\)\s+|[ivx]{1,4}\.\s+)"
 )
-_KEY_VALUE = re.compile(r"^\s*[A-Z\u00c0-\u00de][\w\u00c0-\u017f’'()/&.,#-]*(?: [\w\u00c0-\u017f’'()/&.,#-]+){0,4} ?: +\S")
+_KEY_WORD = r"[\w\u00c0-\u017f’'()/&.,#-]"
+_KEY_VALUE = re.compile(rf"^\s*[A-Z\u00c0-\u00de]{_KEY_WORD}*(?: {_KEY_WORD}+){{0,4}} ?: +\S")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
 _NUMBER = re.compile(r"(?<![\w.])[-(]?[$€£]?\d[\d,.]*%?\)?(?![\w])")
 _ROW_NUMBERS = 3

@@ -24,7 +24,7 @@ from services.rag.ingest.formats import FileType, corrupt
 from services.rag.ingest.ocr import OcrProgress, Page, PageReader, read_pages, too_many_pages, unavailable
 from services.rag.ingest.parsers.cleaning import clean_text
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
-from services.rag.ingest.parsers.pdf_layout import PageLayer, lay_out_pages, read_layer
+from services.rag.ingest.parsers.pdf.layout import PageLayer, lay_out_pages, read_layer
 from services.rag.ingest.parsers.reflow import reflow
 from services.runtime.errors import FailedPrecondition
 

@@ -1,6 +1,6 @@
 """Tables on a PDF page as rows of cells, from the page's word geometry.
 
-The words and drawn lines come from PDFium (``pdf_layout``: character boxes and path segments),
+The words and drawn lines come from PDFium (``layout``: character boxes and path segments),
 so no second PDF parser reads the page. Two finders, run in this order:
 
 * **Ruled tables**: pdfplumber's grid functions (``merge_edges``, ``edges_to_intersections``,
@@ -37,7 +37,11 @@ _LEADER_WORD = re.compile(r"^(?:[.·…_]\s?){2,}$")
 _TRAILING_LEADER = re.compile(r"(?:\s?[.·…_]){3,}$")
 _LEADING_LEADER = re.compile(r"^(?:[.·…_]\s?){3,}")
 _INNER_LEADER = re.compile(r"((?:[.·…_]\s?){3,})")
-_NUMERIC = re.compile(r"^[(\[]?[-+−–$€£¥]?\d[\d.,:/%\u2009 ]*[)\]%*†‡]?$|^[-–—]$|^\(?[NXZ]\)?$|^n/?a$", re.I)
+_NUMERIC = re.compile(
+    r"^[(\[]?[-+−–$€£¥]?\d[\d.,:/%\u2009 ]*[)\]%*†‡]?$"  # 87,232  (12.5)  $1.99  45%
+    r"|^[-–—]$|^\(?[NXZ]\)?$|^n/?a$",  # the marks of an empty or withheld cell
+    re.I,
+)
 _MIN_ROWS = 3
 _MAX_CELL_CHARS = 60
 _MAX_MEAN_CELL_CHARS = 28

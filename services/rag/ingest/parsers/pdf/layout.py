@@ -2,7 +2,7 @@
 
 PDFium reads the page (fast, and in column order on multi-column pages). A page that may hold a
 table (rows of numbers, leader dots, a "Table 3" caption, wide gaps between words on several
-lines, or drawn lines) is searched for tables (``pdf_tables``) with the words built from
+lines, or drawn lines) is searched for tables (``table_finder``) with the words built from
 PDFium's character boxes and the rules from its path objects. The characters inside a table's
 box are taken out of the page's text, and the table is rendered with the shared table
 convention (``cell | cell`` lines, blocks repeating the header row, row numbers kept) at the
@@ -23,7 +23,7 @@ import pypdfium2.raw as pdfium_c
 from services.rag.documents import Section
 from services.rag.ingest.parsers.cleaning import clean_text
 from services.rag.ingest.parsers.limits import ParseLimits
-from services.rag.ingest.parsers.pdf_tables import PdfTable, Rule, Word, find_tables
+from services.rag.ingest.parsers.pdf.table_finder import PdfTable, Rule, Word, find_tables
 from services.rag.ingest.parsers.reflow import BULLET_GLYPHS, reflow
 from services.rag.ingest.parsers.tables import table_blocks
 
