@@ -198,3 +198,15 @@ def test_rows_of_numbers_are_never_joined() -> None:
     text = ("Processing | total chunks | mean chunks per document (std)\nBase 128 | 64,058 800.73 (484.11) N/A\n"
             "Base 256 | 32,051 400.64 (242.04) N/A\nChipper 20,843 260.57 (145.80) 96.20 (57.53)")
     assert reflow(text).splitlines() == text.splitlines()
+
+
+def test_a_page_the_table_finder_cannot_read_keeps_its_text(monkeypatch) -> None:
+    from services.rag.ingest.parsers.pdf import layout
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("finder bug (injected)")
+
+    monkeypatch.setattr(layout, "find_tables", broken)
+    parsed = parse(_leader_table_pdf(), FileType.PDF, LIMITS)
+    assert not any(s.row_starts for s in parsed.sections)
+    assert "Driving under the influence" in parsed.sections[0].text and "87,232" in parsed.sections[0].text

@@ -62,8 +62,18 @@ class PageLayer:
 def read_layer(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage, with_boxes: bool = True) -> PageLayer:
     """Reads a page's text; the caller holds the PDFium lock. ``with_boxes``: look for tables."""
     text = clean_text(textpage.get_text_bounded())
+    if not with_boxes:
+        return PageLayer(text)
+    try:
+        return _with_geometry(page, textpage, text)
+    except Exception as exc:  # noqa: BLE001 - geometry is an extra: a page PDFium half-reads keeps its text
+        _log.warning("page geometry unreadable (%s); its text is kept as read", exc)
+        return PageLayer(text)
+
+
+def _with_geometry(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage, text: str) -> PageLayer:
     count = textpage.count_chars()
-    if not with_boxes or not text.strip() or count > _MAX_TABLE_PAGE_CHARS or page.get_rotation():
+    if not text.strip() or count > _MAX_TABLE_PAGE_CHARS or page.get_rotation():
         # A page shown turned (/Rotate) keeps its text as read: its boxes are in the unturned frame.
         return PageLayer(text)
     raw = textpage.get_text_range(0, count)
@@ -160,7 +170,7 @@ def lay_out_pages(layers: Sequence[PageLayer | None], limits: ParseLimits) -> di
 def _tables(layer: PageLayer, index: int) -> list[PdfTable]:
     try:
         return find_tables(words(layer.raw, layer.boxes), layer.rules)
-    except (ValueError, IndexError, ZeroDivisionError) as exc:  # a page the finder cannot read keeps its text
+    except Exception as exc:  # noqa: BLE001 - tables are an extra: a page the finder cannot read keeps its text
         _log.warning("table detection failed on page %d (%s); its text is kept as read", index + 1, exc)
         return []
 
