@@ -210,3 +210,38 @@ def test_a_page_the_table_finder_cannot_read_keeps_its_text(monkeypatch) -> None
     parsed = parse(_leader_table_pdf(), FileType.PDF, LIMITS)
     assert not any(s.row_starts for s in parsed.sections)
     assert "Driving under the influence" in parsed.sections[0].text and "87,232" in parsed.sections[0].text
+
+
+def _tsv(words: list[tuple[int, int, int, int, int, str]]) -> str:
+    """Tesseract TSV rows (level 5: words) from (block, line, left, top, width, text) tuples; height 30."""
+    head = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext"
+    rows = [f"5\t1\t{b}\t1\t{ln}\t{i}\t{x}\t{y}\t{w}\t30\t95\t{t}" for i, (b, ln, x, y, w, t) in enumerate(words)]
+    return "\n".join([head, *rows]) + "\n"
+
+
+def test_an_ocr_table_comes_out_as_rows_of_cells() -> None:
+    from services.rag.ingest.ocr_layout import text_from_tsv
+
+    words = [(1, 1, 100, 50, 300, "Harbour"), (1, 1, 420, 50, 200, "report")]
+    table = [("Port", "Vessels", "Tonnage"), ("Halifax", "1,204", "8.1"), ("Saint", "877", "5.9"), ("Sydney", "312", "1.2")]
+    for r, row in enumerate(table):
+        for c, cell in enumerate(row):
+            words.append((2, r + 1, 100 + 400 * c, 200 + 50 * r, 150, cell))
+    words.append((3, 1, 100, 500, 400, "Figures"))
+    words.append((3, 1, 520, 500, 200, "rounded."))
+    text = text_from_tsv(_tsv(words))
+    assert text == ("Harbour report\n\nPort | Vessels | Tonnage\nHalifax | 1,204 | 8.1\nSaint | 877 | 5.9\n"
+                    "Sydney | 312 | 1.2\n\nFigures rounded.")
+    from services.rag.ingest.parsers.tables import inline_row_starts
+
+    starts = inline_row_starts(text)
+    assert [n for _, n in starts] == [1, 2, 3, 4]
+    assert text[starts[1][0]:].startswith("Halifax | 1,204 | 8.1\n")
+
+
+def test_ocr_prose_keeps_tesseract_lines_and_paragraphs() -> None:
+    from services.rag.ingest.ocr_layout import text_from_tsv
+
+    words = [(1, 1, 100, 50, 100, "Dear"), (1, 1, 210, 50, 100, "pilots,"), (2, 1, 100, 150, 100, "The"),
+             (2, 1, 210, 150, 100, "fees"), (2, 2, 100, 200, 100, "start"), (2, 2, 210, 200, 100, "Monday.")]
+    assert text_from_tsv(_tsv(words)) == "Dear pilots,\n\nThe fees\nstart Monday."

@@ -25,6 +25,8 @@ _KEY_VALUE = re.compile(rf"^\s*[A-Z\u00c0-\u00de]{_KEY_WORD}*(?: {_KEY_WORD}+){{
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
 _NUMBER = re.compile(r"(?<![\w.])[-(]?[$€£]?\d[\d,.]*%?\)?(?![\w])")
 _ROW_NUMBERS = 3
+_CELLS = " | "
+"""A table row in the shared convention (OCR'd tables are rendered so)."""
 _FULL_LINE = 0.78
 """A line at least this fraction of the page's typical long-line length filled its column."""
 _MIN_TYPICAL = 45
@@ -77,7 +79,7 @@ def reflow(text: str) -> str:
 
 
 def _continues(prev: str, line: str, typical: int) -> bool:
-    if starts_unit(line) or _row_of_numbers(prev) or _row_of_numbers(line):
+    if starts_unit(line) or _row_of_numbers(prev) or _row_of_numbers(line) or _CELLS in prev or _CELLS in line:
         return False
     if prev.endswith("-") and line[:1].islower():
         return True

@@ -26,6 +26,7 @@ from services.rag.ingest.parsers.cleaning import clean_text
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
 from services.rag.ingest.parsers.pdf.layout import PageLayer, lay_out_pages, read_layer
 from services.rag.ingest.parsers.reflow import reflow
+from services.rag.ingest.parsers.tables import inline_row_starts
 from services.runtime.errors import FailedPrecondition
 
 _PDFIUM_LOCK = threading.Lock()
@@ -58,8 +59,8 @@ def parse_pdf(data: bytes, limits: ParseLimits, ocr: PageReader | None = None,
         for index, text in enumerate(texts):
             if index in laid_out:
                 sections.extend(laid_out[index])
-            elif text.strip():
-                sections.append(Section(text=text, page=index + 1))
+            elif text.strip():  # a scan, read by OCR: its tables are rows of cells already
+                sections.append(Section(text=text, page=index + 1, row_starts=inline_row_starts(text)))
         with _PDFIUM_LOCK:
             title = _title(document)
         return ParsedDocument(tuple(sections), page_count=len(texts), title=title)

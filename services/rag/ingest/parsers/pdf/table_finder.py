@@ -36,6 +36,7 @@ from services.rag.ingest.parsers.reflow import BULLET_GLYPHS
 _LEADER_WORD = re.compile(r"^(?:[.·…_]\s?){2,}$")
 _TRAILING_LEADER = re.compile(r"(?:\s?[.·…_]){3,}$")
 _LEADING_LEADER = re.compile(r"^(?:[.·…_]\s?){3,}")
+_RULE_GLYPHS = frozenset("|│┃¦")
 _INNER_LEADER = re.compile(r"((?:[.·…_]\s?){3,})")
 _NUMERIC = re.compile(
     r"^[(\[]?[-+−–$€£¥]?\d[\d.,:/%\u2009 ]*[)\]%*†‡]?$"  # 87,232  (12.5)  $1.99  45%
@@ -137,14 +138,15 @@ class _Line:
         return max(w.x1 for w in self.words)
 
 
-def find_tables(words: Sequence[Word], rules: Sequence[Rule] = ()) -> list[PdfTable]:
-    """The tables among a page's words and drawn lines, top to bottom."""
+def find_tables(words: Sequence[Word], rules: Sequence[Rule] = (), *, centred: bool = False) -> list[PdfTable]:
+    """The tables among a page's words and drawn lines, top to bottom (``centred``: words have tight
+    boxes, as OCR's, and share a line by their vertical centres)."""
     words = [w for w in words if w.text.strip()]
     if not words:
         return []
     tables = _ruled_tables(words, rules) if rules else []
     rest = [w for w in words if not any(_inside(w, t.bbox) for t in tables)]
-    tables.extend(_aligned_tables(rest))
+    tables.extend(_aligned_tables(rest, centred))
     return sorted(tables, key=lambda t: (t.bbox[1], t.bbox[0]))
 
 
@@ -227,15 +229,21 @@ def _clean_cell(value: object) -> str:
     return _TRAILING_LEADER.sub("", text).strip()
 
 
-def _lines(words: Sequence[_Word]) -> list[_Line]:
-    """Words grouped by baseline, left to right, top to bottom."""
-    ordered = sorted(words, key=lambda w: (w.top, w.x0))
+def _lines(words: Sequence[_Word], centred: bool = False) -> list[_Line]:
+    """Words grouped into visual lines, left to right, top to bottom: by their tops (PDF boxes, all
+    a font's height), or by their vertical centres (``centred``: tight OCR boxes of "mean" and
+    "(std)" differ in top and bottom, not in centre)."""
+
+    def y(w: _Word) -> float:
+        return (w.top + w.bottom) / 2 if centred else w.top
+
+    ordered = sorted(words, key=lambda w: (y(w), w.x0))
     groups: list[list[_Word]] = []
     for word in ordered:
         if groups:
             last = groups[-1]
-            ref = statistics.median(w.top for w in last)
-            if abs(word.top - ref) <= 0.45 * min(word.height, last[0].height):
+            ref = statistics.median(y(w) for w in last)
+            if abs(y(word) - ref) <= 0.45 * min(word.height, last[0].height):
                 last.append(word)
                 continue
         groups.append([word])
@@ -257,6 +265,9 @@ def _split(words: list[_Word]) -> _Line:
 
     for word in _leader_split(words):
         text = word.text
+        if text in _RULE_GLYPHS:  # a column rule drawn as text, or read as a pipe by OCR
+            close()
+            continue
         if _LEADER_WORD.match(text):
             leader = True
             close()
@@ -307,8 +318,8 @@ def _row_like(line: _Line) -> bool:
     return len(line.cells) >= 2 and all(len(c.text) <= _MAX_CELL_CHARS for c in line.cells)
 
 
-def _aligned_tables(words: Sequence[_Word]) -> list[PdfTable]:
-    lines = _lines(words)
+def _aligned_tables(words: Sequence[_Word], centred: bool) -> list[PdfTable]:
+    lines = _lines(words, centred)
     tables: list[PdfTable] = []
     run: list[_Line] = []
 
