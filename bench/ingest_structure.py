@@ -10,7 +10,8 @@ single retrieved chunk.
 
     python -m bench.ingest_structure --base 1c29699 --out bench/results/ingest-structure.md
 
-Scans (single_table.pdf) need OCR, which this bench does not run: they show as errors on both sides.
+Scans (single_table.pdf) need OCR: with ``--ocr`` both sides read them with Tesseract; without it they
+show as errors on both sides.
 """
 
 from __future__ import annotations
@@ -34,13 +35,17 @@ from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
 from services.rag.ingest.formats import validate_upload
 from services.rag.ingest.parsers import ParseLimits, parse
 limits, chunker = ParseLimits(table_block_chars=900), ChunkerConfig(size=900, overlap=120)
+ocr = None
+if sys.argv[1:] == ["--ocr"]:
+    from services.rag.ingest.ocr import OcrConfig, reader_from
+    ocr = reader_from(OcrConfig())
 for line in sys.stdin:
     path = json.loads(line)
     data = open(path, "rb").read()
     try:
         upload = validate_upload(path.rsplit("/", 1)[-1], "", data, 1 << 30)
         start = time.perf_counter()
-        parsed = parse(upload.data, upload.file_type, limits)
+        parsed = parse(upload.data, upload.file_type, limits, ocr)
         seconds = time.perf_counter() - start
         spans = chunk_sections(parsed.sections, chunker)
         chunks = [parsed.sections[s.section_index].text[s.start:s.end] for s in spans]
@@ -53,10 +58,11 @@ for line in sys.stdin:
 
 
 class Worker:
-    def __init__(self, code_root: pathlib.Path) -> None:
+    def __init__(self, code_root: pathlib.Path, ocr: bool) -> None:
         env = dict(os.environ, PYTHONPATH=str(code_root))
-        self.proc = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, env=env, cwd=code_root)
+        argv = [sys.executable, "-c", _WORKER, *(["--ocr"] if ocr else [])]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                                     cwd=code_root)
 
     def run(self, path: pathlib.Path) -> dict:
         assert self.proc.stdin and self.proc.stdout
@@ -124,6 +130,7 @@ def main() -> None:
     parser.add_argument("--docs", default=str(ROOT.parent / "shared" / "fixtures" / "docs"))
     parser.add_argument("--dev", default=str(ROOT.parent / "shared" / "data" / "docqa" / "dev.json"))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--ocr", action="store_true", help="read scans with Tesseract (both sides)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "ingest-structure.md"))
     args = parser.parse_args()
     docs = pathlib.Path(args.docs)
@@ -131,7 +138,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ingest-before-") as tmp:
         archive = subprocess.run(["git", "archive", args.base, "services"], cwd=ROOT, check=True, capture_output=True)
         subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
-        workers = {"before": Worker(pathlib.Path(tmp)), "after": Worker(ROOT)}
+        workers = {"before": Worker(pathlib.Path(tmp), args.ocr), "after": Worker(ROOT, args.ocr)}
         try:
             results = {name: {} for name in workers}
             for path in sorted(p for p in docs.iterdir() if p.is_file()):
@@ -181,9 +188,10 @@ def _report(results: dict, dev: list[dict], args) -> str:
     lines = [
         "# Structure at ingestion: before vs after",
         "",
-        f"`python -m bench.ingest_structure --base {args.base} --repeat {args.repeat}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"`python -m bench.ingest_structure --base {args.base} --repeat {args.repeat}{' --ocr' if args.ocr else ''}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "Both sides ran in one run, alternating per call, on the shared 2-core machine (other work was running:",
-        "compare the ratio, not the absolute times). Parse time excludes chunking; no OCR.",
+        "compare the ratio, not the absolute times). Parse time excludes chunking"
+        + ("; scans read by Tesseract on both sides." if args.ocr else "; no OCR."),
         "",
         "| file | before s | after s | after/before | chunks before | chunks after |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
