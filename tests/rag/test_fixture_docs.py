@@ -66,16 +66,16 @@ def test_a_scanned_table_is_read_by_ocr_or_refused_without_it(docs) -> None:
 
 
 def test_data_pdf_tables_match_the_csv(docs) -> None:
-    """data.pdf page 1 is the mtcars table of data_1-3.csv: every row is one line, in order."""
-    page_one = _parsed(docs, "data.pdf").sections[0]
-    assert page_one.page == 1
-    lines = page_one.text.splitlines()
+    """data.pdf page 1 is the mtcars table of data_1-3.csv: its rows come out as the CSV's cells, in
+    order, in blocks that each start with the header row."""
+    tables = [s for s in _parsed(docs, "data.pdf").sections if s.page == 1 and s.row_starts]
     rows = list(csv.reader(io.StringIO((docs / "data_1-3.csv").read_text())))
-    header, body = rows[0], rows[1:]
-    assert lines[0].split() == [h for h in header if h]
-    expected = [" ".join(row) for row in body]
-    found = [line for line in lines if line in expected]
-    assert found == expected  # every row, once, in the same order
+    header, body = " | ".join(rows[0]), [" | ".join(row) for row in rows[1:]]
+    assert tables and all(t.text.startswith(header + "\n") for t in tables)
+    found = [line for t in tables for line in t.text.splitlines()[1:]]
+    assert found == body  # every row, once, in the same order, label and numbers together
+    numbers = [n for t in tables for _, n in t.row_starts]
+    assert numbers == list(range(2, len(rows) + 1))
 
 
 def test_data_csv_rows_keep_the_header_and_row_numbers(docs) -> None:
@@ -128,7 +128,8 @@ def test_html_and_markdown(docs) -> None:
     tenk = "\n".join(s.text for s in _parsed(docs, "example-10k-1p.html").sections)
     assert "Galaxy Gaming, Inc." in tenk and "Nevada | 20-8143439" in tenk
     table = _parsed(docs, "simple-table.md").sections[0]
-    assert [n for _, n in table.row_starts] == [1, 2, 3]
+    assert table.text == "Item | Price | # In stock\nJuicy Apples | 1.99 | 739\nBananas | 1.89 | 6"
+    assert [n for _, n in table.row_starts] == [2, 3]  # the header line is row 1
     spec = _parsed(docs, "commonmark-spec.md")
     assert len({s.heading_path for s in spec.sections}) > 20
     assert any(len(s.heading_path) >= 2 for s in spec.sections)

@@ -200,12 +200,16 @@ class TestMarkdown:
     def test_heading_path_and_exact_source_slices(self) -> None:
         source = "Intro line.\n\n# Guide\nText A.\n\n## Install\n```\n# not a heading\n```\n\n# Tables\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
         parsed = parse(source.encode(), FileType.MARKDOWN, LIMITS)
-        assert [s.heading_path for s in parsed.sections] == [(), ("Guide",), ("Guide", "Install"), ("Tables",)]
-        for section in parsed.sections:
-            assert section.text in source
+        paths = [s.heading_path for s in parsed.sections]
+        assert paths == [(), ("Guide",), ("Guide", "Install"), ("Tables",), ("Tables",)]
+        for section in parsed.sections[:4]:
+            assert section.text in source  # prose: exact slices of the source
         install = parsed.sections[2]
         assert "# not a heading" in install.text
-        assert _row_lines(parsed.sections[3]) == {1: "| a | b |", 2: "| 1 | 2 |"}
+        # GFM tables in the shared table convention: the header line, then rows with their numbers.
+        assert parsed.sections[3].text == "# Tables"
+        assert parsed.sections[4].text == "a | b\n1 | 2"
+        assert _row_lines(parsed.sections[4]) == {2: "1 | 2"}
         assert parsed.title == "Guide"
 
 

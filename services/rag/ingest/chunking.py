@@ -17,7 +17,7 @@ from services.rag.documents import Section
 
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 _LINE = re.compile(r"\n")
-_SENTENCE = re.compile(r"[.!?:;][\"')\]]*\s")
+_SENTENCE = re.compile(r"[.!?;][\"')\]]*\s")
 _WORD = re.compile(r"\s")
 _RESTART_SENTENCE = re.compile(r"[.!?][\"')\]]*\s+(?=\S)")
 _RESTART_LINE = re.compile(r"\n\s*(?=\S)")

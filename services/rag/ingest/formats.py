@@ -40,6 +40,13 @@ class FileType(StrEnum):
     """A scan or photo of a page (PNG, JPEG, TIFF, WebP): read by OCR."""
     AUDIO = "audio"
     """A recording (audio, or video with an audio track): transcribed (parsers/audio.py)."""
+    PPTX = "pptx"
+    XLS = "xls"
+    ODT = "odt"
+    ODS = "ods"
+    EPUB = "epub"
+    EML = "eml"
+    RTF = "rtf"
 
 
 _BY_EXTENSION = {
@@ -63,6 +70,13 @@ _BY_EXTENSION = {
     ".tiff": FileType.IMAGE,
     ".webp": FileType.IMAGE,
     **{ext: FileType.AUDIO for ext in AUDIO_TYPES},
+    ".pptx": FileType.PPTX,
+    ".xls": FileType.XLS,
+    ".odt": FileType.ODT,
+    ".ods": FileType.ODS,
+    ".epub": FileType.EPUB,
+    ".eml": FileType.EML,
+    ".rtf": FileType.RTF,
 }
 
 _BY_CONTENT_TYPE = {
@@ -82,6 +96,14 @@ _BY_CONTENT_TYPE = {
     "image/tiff": FileType.IMAGE,
     "image/webp": FileType.IMAGE,
     **{media_type: FileType.AUDIO for media_type in AUDIO_CONTENT_TYPES},
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": FileType.PPTX,
+    "application/vnd.ms-excel": FileType.XLS,
+    "application/vnd.oasis.opendocument.text": FileType.ODT,
+    "application/vnd.oasis.opendocument.spreadsheet": FileType.ODS,
+    "application/epub+zip": FileType.EPUB,
+    "message/rfc822": FileType.EML,
+    "application/rtf": FileType.RTF,
+    "text/rtf": FileType.RTF,
 }
 
 CANONICAL_CONTENT_TYPE = {
@@ -95,12 +117,20 @@ CANONICAL_CONTENT_TYPE = {
     FileType.TEXT: "text/plain",
     FileType.IMAGE: "image/png",
     FileType.AUDIO: "audio/mpeg",
+    FileType.PPTX: "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    FileType.XLS: "application/vnd.ms-excel",
+    FileType.ODT: "application/vnd.oasis.opendocument.text",
+    FileType.ODS: "application/vnd.oasis.opendocument.spreadsheet",
+    FileType.EPUB: "application/epub+zip",
+    FileType.EML: "message/rfc822",
+    FileType.RTF: "application/rtf",
 }
 
 SUPPORTED_EXTENSIONS = tuple(sorted(_BY_EXTENSION))
 SUPPORTED_DESCRIPTION = (
     "PDF (.pdf), Word (.docx), Excel (.xlsx), CSV (.csv), TSV (.tsv), HTML (.html, .htm), Markdown (.md), "
-    "plain text (.txt), page images for OCR (.png, .jpg, .tiff, .webp), "
+    "plain text (.txt), page images for OCR (.png, .jpg, .tiff, .webp), PowerPoint (.pptx), Excel 97-2003 (.xls), "
+    "OpenDocument (.odt, .ods), EPUB (.epub), e-mail (.eml), RTF (.rtf), "
     "audio and video to transcribe (.wav, .mp3, .m4a, .aac, .ogg, .opus, .flac, .webm, .mp4, .mov)"
 )
 
@@ -171,12 +201,18 @@ def detect_type(filename: str, content_type: str) -> FileType:
     )
 
 
-def _check_signature(file_type: FileType, data: bytes) -> None:
+def check_signature(file_type: FileType, data: bytes) -> None:
     head = data[:1024]
     if file_type is FileType.PDF and b"%PDF-" not in head:
         raise corrupt(file_type, "it does not start with a PDF header")
-    if file_type in (FileType.DOCX, FileType.XLSX) and not data.startswith(b"PK\x03\x04"):
+    if file_type in (FileType.DOCX, FileType.XLSX, FileType.PPTX) and not data.startswith(b"PK\x03\x04"):
         raise corrupt(file_type, "it is not a ZIP-based Office Open XML file")
+    if file_type in (FileType.ODT, FileType.ODS, FileType.EPUB) and not data.startswith(b"PK\x03\x04"):
+        raise corrupt(file_type, "it is not a ZIP container")
+    if file_type is FileType.XLS and not data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
+        raise corrupt(file_type, "it is not an Excel 97-2003 (OLE2) workbook")
+    if file_type is FileType.RTF and not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
+        raise corrupt(file_type, "it does not start with {\\rtf")
     if file_type is FileType.IMAGE and _image_kind(head) is None:
         raise corrupt(file_type, "it is not a PNG, JPEG, TIFF or WebP image")
 
@@ -220,7 +256,7 @@ def validate_upload(filename: str, content_type: str, data: bytes, max_bytes: in
             reason="EMPTY_DOCUMENT",
             violations=[FieldViolation("file", "must not be empty")],
         )
-    _check_signature(file_type, data)
+    check_signature(file_type, data)
     if file_type is FileType.IMAGE:
         # An image's bytes say what it is, whatever its name or declared type.
         return Upload(safe_name, file_type, _image_kind(data[:16]) or CANONICAL_CONTENT_TYPE[file_type], data)

@@ -173,7 +173,11 @@ class TesseractReader:
         psm = "1" if self._config.detect_orientation else "3"
         args = ["stdin", "stdout", "-l", self._config.languages, "--psm", psm, *(["--dpi", str(dpi)] if dpi else [])]
         try:
-            return _tesseract(self._cmd, args, png.getvalue(), timeout_s=self._config.page_timeout_s)
+            # TSV: the words with their boxes, so a scanned table comes out as rows of cells.
+            from services.rag.ingest.ocr_layout import text_from_tsv  # it uses the parsers, which use this module
+
+            tsv = _tesseract(self._cmd, [*args, "tsv"], png.getvalue(), timeout_s=self._config.page_timeout_s)
+            return text_from_tsv(tsv)
         except subprocess.TimeoutExpired as exc:
             raise DeadlineExceeded(
                 f"OCR of page {page} took longer than {self._config.page_timeout_s:g} s",

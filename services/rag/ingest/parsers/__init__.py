@@ -9,16 +9,22 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from services.rag.documents import ParsedDocument
-from services.rag.ingest.formats import FileType
+from services.rag.ingest.formats import FileType, check_signature
 from services.rag.ingest.ocr import OcrProgress, PageReader
 from services.rag.ingest.parsers.audio import AudioReader, parse_audio
 from services.rag.ingest.parsers.delimited import parse_delimited
+from services.rag.ingest.parsers.ebook import parse_epub
+from services.rag.ingest.parsers.email_message import parse_eml
 from services.rag.ingest.parsers.html import parse_html
 from services.rag.ingest.parsers.image import parse_image
+from services.rag.ingest.parsers.legacy_excel import parse_xls
 from services.rag.ingest.parsers.limits import ParseLimits
 from services.rag.ingest.parsers.markdown import parse_markdown
 from services.rag.ingest.parsers.pdf import parse_pdf
+from services.rag.ingest.parsers.opendocument import parse_ods, parse_odt
 from services.rag.ingest.parsers.plaintext import parse_text
+from services.rag.ingest.parsers.presentation import parse_pptx
+from services.rag.ingest.parsers.rtf import parse_rtf
 from services.rag.ingest.parsers.spreadsheet import parse_xlsx
 from services.rag.ingest.parsers.word import parse_docx
 from services.runtime.errors import FieldViolation, InvalidArgument
@@ -34,6 +40,12 @@ _PARSERS: dict[FileType, Callable[[bytes, ParseLimits], ParsedDocument]] = {
     FileType.HTML: parse_html,
     FileType.MARKDOWN: parse_markdown,
     FileType.TEXT: parse_text,
+    FileType.PPTX: parse_pptx,
+    FileType.XLS: parse_xls,
+    FileType.ODT: parse_odt,
+    FileType.ODS: parse_ods,
+    FileType.EPUB: parse_epub,
+    FileType.RTF: parse_rtf,
 }
 
 
@@ -49,6 +61,13 @@ def parse(data: bytes, file_type: FileType, limits: ParseLimits, ocr: PageReader
         parsed = parse_pdf(data, limits, ocr, on_ocr_page)
     elif file_type is FileType.IMAGE:
         parsed = parse_image(data, limits, ocr, on_ocr_page)
+    elif file_type is FileType.EML:
+
+        def attachment(payload: bytes, kind: FileType, own_limits: ParseLimits) -> ParsedDocument:
+            check_signature(kind, payload)
+            return parse(payload, kind, own_limits, ocr)
+
+        parsed = parse_eml(data, limits, attachment)
     else:
         parsed = _PARSERS[file_type](data, limits)
     if not any(section.text.strip() for section in parsed.sections):

@@ -14,7 +14,7 @@ from bs4.element import Comment, Doctype, ProcessingInstruction
 from services.rag.documents import ParsedDocument, Section
 from services.rag.ingest.parsers.cleaning import collapse_cell
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
-from services.rag.ingest.parsers.tables import TextBuilder
+from services.rag.ingest.parsers.tables import TextBuilder, fits_one_block, table_blocks
 
 # XHTML pages are parsed as HTML on purpose: lxml's HTML parser is the lenient one.
 warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
@@ -70,7 +70,14 @@ class _Walker:
                     self.end_line()
             elif name == "table":
                 self.end_line()
-                self.builder.table(_table_rows(child))
+                rows = [row for row in _table_rows(child) if row[1]]
+                if fits_one_block(rows, self.limits.table_block_chars):
+                    self.builder.table(rows)
+                else:  # a long table: blocks of rows, each starting with the header row
+                    self.flush()
+                    where = tuple(t for _, t in self.path)
+                    self.sections.extend(table_blocks(rows[0], iter(rows[1:]), self.limits.table_block_chars,
+                                                      heading_path=where))
             elif name in _BLOCKS:
                 self.end_line()
                 self.walk(child)

@@ -16,6 +16,8 @@ from services.rag.documents import ParsedDocument, Section
 from services.rag.ingest.formats import FileType, corrupt
 from services.rag.ingest.ocr import OcrProgress, Page, PageReader, read_pages, too_many_pages, unavailable
 from services.rag.ingest.parsers.cleaning import clean_text
+from services.rag.ingest.parsers.reflow import reflow
+from services.rag.ingest.parsers.tables import inline_row_starts
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
 
 
@@ -50,8 +52,9 @@ def parse_image(data: bytes, limits: ParseLimits, ocr: PageReader | None,
                 yield number, page, 0
 
         texts = read_pages(ocr, pages(), frames, on_page)
-    cleaned = {number: clean_text(text) for number, text in sorted(texts.items())}
-    sections = [Section(text=text, page=number) for number, text in cleaned.items() if text.strip()]
+    cleaned = {number: reflow(clean_text(text)) for number, text in sorted(texts.items())}
+    sections = [Section(text=text, page=number, row_starts=inline_row_starts(text))
+                for number, text in cleaned.items() if text.strip()]
     if sum(len(s.text) for s in sections) > limits.max_text_chars:
         raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
     return ParsedDocument(tuple(sections), page_count=frames)

@@ -24,6 +24,9 @@ class ParseLimits:
     max_image_pixels: int = 60_000_000
     """Pixels of one page image: an uploaded image's frame, or a scanned PDF page as rendered for
     OCR (rendered at a lower resolution when its page is that large)."""
+    max_table_pages: int = 500
+    """First PDF pages searched for tables (character boxes, then pdfplumber); later pages keep their text
+    as PDFium reads it, re-flowed."""
     table_block_chars: int = 900
     """Target size of a block of table rows (each block repeats the header row)."""
 

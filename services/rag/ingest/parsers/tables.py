@@ -64,6 +64,27 @@ class TextBuilder:
         return Section(text="".join(self.parts), row_starts=tuple(self.row_starts), **where)
 
 
+def inline_row_starts(text: str) -> tuple[tuple[int, int], ...]:
+    """Row offsets of the ``cell | cell`` lines already in a text (an OCR'd table): each run of such
+    lines is a table numbered from 1, its header row."""
+    starts: list[tuple[int, int]] = []
+    offset, number = 0, 0
+    for line in text.split("\n"):
+        if CELL_SEPARATOR in line:
+            number += 1
+            starts.append((offset, number))
+        else:
+            number = 0
+        offset += len(line) + 1
+    return tuple(starts)
+
+
+def fits_one_block(rows: Sequence[tuple[int, Sequence[str]]], block_chars: int) -> bool:
+    """Whether a table's rendered rows fit one chunk-sized block (then it may stay inline with the
+    prose around it; a longer one becomes blocks of its own, each repeating the header)."""
+    return sum(len(row_line(cells)) + 1 for _, cells in rows) <= block_chars
+
+
 def table_blocks(
     header: tuple[int, Sequence[str]] | None,
     rows: Iterable[tuple[int, Sequence[str]]],

@@ -16,7 +16,7 @@ from services.rag.ingest.formats import FileType, corrupt
 from services.rag.ingest.parsers.archive import open_office_archive
 from services.rag.ingest.parsers.cleaning import clean_text, collapse_cell
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
-from services.rag.ingest.parsers.tables import TextBuilder
+from services.rag.ingest.parsers.tables import TextBuilder, fits_one_block, table_blocks
 
 _HEADING = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
 
@@ -81,7 +81,13 @@ def parse_docx(data: bytes, limits: ParseLimits) -> ParsedDocument:
                 title = title or text
             builder.paragraph(text)
         else:
-            builder.table(_table_rows(block))
+            rows = _table_rows(block)
+            if fits_one_block(rows, limits.table_block_chars):
+                builder.table(rows)
+            else:  # a long table: blocks of rows, each starting with the header row
+                flush()
+                where = tuple(text for _, text in path)
+                sections.extend(table_blocks(rows[0], iter(rows[1:]), limits.table_block_chars, heading_path=where))
         total = builder.length + sum(len(s.text) for s in sections)
         if total > limits.max_text_chars:
             raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")

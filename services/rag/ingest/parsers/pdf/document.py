@@ -24,6 +24,9 @@ from services.rag.ingest.formats import FileType, corrupt
 from services.rag.ingest.ocr import OcrProgress, Page, PageReader, read_pages, too_many_pages, unavailable
 from services.rag.ingest.parsers.cleaning import clean_text
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
+from services.rag.ingest.parsers.pdf.layout import PageLayer, lay_out_pages, read_layer
+from services.rag.ingest.parsers.reflow import reflow
+from services.rag.ingest.parsers.tables import inline_row_starts
 from services.runtime.errors import FailedPrecondition
 
 _PDFIUM_LOCK = threading.Lock()
@@ -46,10 +49,18 @@ def parse_pdf(data: bytes, limits: ParseLimits, ocr: PageReader | None = None,
             raise corrupt(FileType.PDF, str(exc)) from exc
     try:
         with _PDFIUM_LOCK:
-            texts, scanned = _text_layer(document, limits)
+            layers, scanned = _text_layer(document, limits)
+        texts = [layer.text for layer in layers]
         if scanned:
             _read_scans(document, texts, scanned, limits, ocr, on_ocr_page)
-        sections = [Section(text=text, page=index + 1) for index, text in enumerate(texts) if text.strip()]
+        scans = set(scanned)
+        laid_out = lay_out_pages([None if i in scans else layer for i, layer in enumerate(layers)], limits)
+        sections: list[Section] = []
+        for index, text in enumerate(texts):
+            if index in laid_out:
+                sections.extend(laid_out[index])
+            elif text.strip():  # a scan, read by OCR: its tables are rows of cells already
+                sections.append(Section(text=text, page=index + 1, row_starts=inline_row_starts(text)))
         with _PDFIUM_LOCK:
             title = _title(document)
         return ParsedDocument(tuple(sections), page_count=len(texts), title=title)
@@ -58,12 +69,12 @@ def parse_pdf(data: bytes, limits: ParseLimits, ocr: PageReader | None = None,
             document.close()
 
 
-def _text_layer(document: pdfium.PdfDocument, limits: ParseLimits) -> tuple[list[str], list[int]]:
-    """Each page's text, and the indexes of the pages that have images but (almost) no text: scans."""
+def _text_layer(document: pdfium.PdfDocument, limits: ParseLimits) -> tuple[list[PageLayer], list[int]]:
+    """Each page's text layer, and the indexes of the pages that have images but (almost) no text: scans."""
     page_count = len(document)
     if page_count > limits.max_pages:
         raise too_large("pages", limits.max_pages, "TOO_MANY_PAGES")
-    texts: list[str] = []
+    layers: list[PageLayer] = []
     scanned: list[int] = []
     total = 0
     for index in range(page_count):
@@ -71,18 +82,18 @@ def _text_layer(document: pdfium.PdfDocument, limits: ParseLimits) -> tuple[list
         try:
             textpage = page.get_textpage()
             try:
-                text = clean_text(textpage.get_text_bounded())
+                layer = read_layer(page, textpage, with_boxes=index < limits.max_table_pages)
             finally:
                 textpage.close()
-            if _looks_scanned(text) and _has_images(page):
+            if _looks_scanned(layer.text) and _has_images(page):
                 scanned.append(index)
         finally:
             page.close()
-        total += len(text)
+        total += len(layer.text)
         if total > limits.max_text_chars:
             raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
-        texts.append(text)
-    return texts, scanned
+        layers.append(layer)
+    return layers, scanned
 
 
 def _looks_scanned(text: str) -> bool:
@@ -119,7 +130,7 @@ def _read_scans(
             yield index + 1, image, round(scale * 72)
 
     for number, text in read_pages(ocr, rendered(), len(scanned), on_page).items():
-        texts[number - 1] = clean_text(text)
+        texts[number - 1] = reflow(clean_text(text))
     if sum(len(t) for t in texts) > limits.max_text_chars:
         raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
 
