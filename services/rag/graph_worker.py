@@ -33,14 +33,8 @@ from services.rag.graph_feed import DocumentFacts, GraphFeed
 from services.rag.graph_outbox import GraphOutbox, Operation, OutboxEntry
 from services.rag.graph_settings import GraphSyncSettings
 from services.rag.locks import KeyedLocks
-            with tracing.background(f"graph_sync.{entry.operation.value}", entry.trace_context,
-                                    **{"docuthinker.attempt": entry.attempts + 1}):
-                if entry.operation is Operation.DELETE:
-                    await self._delete(entry)
-                else:
-                    await self._upsert(entry)
-            domain_metrics.GRAPH_SYNC.labels(entry.operation.value, "done").inc()
-            self._peer_outage = False
+from services.runtime import domain_metrics, tracing
+from services.runtime.errors import DeadlineExceeded, DomainError, Unavailable
 
 log = logging.getLogger("docuthinker.rag.graph")
 
