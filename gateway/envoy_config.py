@@ -267,6 +267,61 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
             "tracing.opentelemetry.flush_interval_ms": 500, "tracing.opentelemetry.min_flush_spans": 1}}]}
     return bootstrap
 
+
+# One JSON line per request on Envoy's stdout (its log file under `make run`), with the trace id.
+ACCESS_LOG_FORMAT = {
+    "ts": "%START_TIME%",
+    "method": "%REQ(:METHOD)%",
+    "path": "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%",
+    "status": "%RESPONSE_CODE%",
+    "grpc_status": "%GRPC_STATUS%",
+    "flags": "%RESPONSE_FLAGS%",
+    "duration_ms": "%DURATION%",
+    "bytes_in": "%BYTES_RECEIVED%",
+    "bytes_out": "%BYTES_SENT%",
+    "upstream": "%UPSTREAM_CLUSTER%",
+    "request_id": "%REQ(X-REQUEST-ID)%",
+    "trace_id": "%TRACE_ID%",
+}
+COLLECTOR_CLUSTER = "otlp_collector"
+
+
+def _tracing(settings: MeshSettings) -> dict:
+    """Envoy starts each trace (OpenTelemetry tracer, OTLP/gRPC export) when a collector is configured;
+    the ``traceparent`` it sends upstream makes every service's spans part of it."""
+    if not settings.otlp_endpoint:
+        return {}
+    return {
+        "tracing": {
+            "random_sampling": {"value": settings.trace_sample_ratio * 100},
+            "spawn_upstream_span": False,
+            "provider": {
+                "name": "envoy.tracers.opentelemetry",
+                "typed_config": {
+                    "@type": "type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig",
+                    "grpc_service": {"envoy_grpc": {"cluster_name": COLLECTOR_CLUSTER}, "timeout": "2s"},
+                    "service_name": "gateway",
+                },
+            },
+        }
+    }
+
+
+def _collector_cluster(endpoint: str) -> dict:
+    host, _, port = endpoint.split("://", 1)[-1].rstrip("/").rpartition(":")
+    return _static_cluster(COLLECTOR_CLUSTER, host, int(port), http2=True)
+
+
+def _static_cluster(name: str, host: str, port: int, http2: bool) -> dict:
+    cluster = {
+        "name": name,
+        "type": "STATIC" if host.replace(".", "").isdigit() else "STRICT_DNS",
+        "connect_timeout": "1s",
+        "load_assignment": {
+            "cluster_name": name,
+            "endpoints": [{"lb_endpoints": [
+                {"endpoint": {"address": {"socket_address": {"address": host, "port_value": port}}}}
+            ]}],
         },
     }
     if http2:
