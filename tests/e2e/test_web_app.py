@@ -113,9 +113,10 @@ def journey(base_url: str, out: pathlib.Path) -> dict:
         page.goto(f"{base_url}/#/library")
         expect(page.get_by_role("heading", name="Library")).to_be_visible()
         # Keyboard: Tab to the drop zone, Enter opens the file chooser.
-        page.locator('[data-testid="dropzone"]').focus()
+        dropzone = page.locator('[data-testid="dropzone"]')
+        expect(dropzone).to_be_enabled()
         with page.expect_file_chooser() as chooser:
-            page.keyboard.press("Enter")
+            dropzone.press("Enter")  # focuses the drop zone, then presses Enter on it
         chooser.value.set_files(files=[
             {"name": FILENAME, "mimeType": "application/pdf", "buffer": make_pdf(PAGES)},
             {"name": OTHER_FILENAME, "mimeType": "application/pdf", "buffer": make_pdf(OTHER_PAGES)},
