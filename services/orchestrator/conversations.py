@@ -2,7 +2,9 @@
 
 Beyond ``max_messages`` messages, the older ones are folded into a rolling summary and only
 the last ``keep_last`` stay verbatim (the seed's 20/10). At most ``max_conversations`` are
-kept; the least recently used one is evicted. When the summariser fails, a plain digest of
+kept per tenant; beyond that the tenant's own least recently used one is evicted, so one tenant's
+traffic never evicts another tenant's conversations. Clients write ``user`` and ``assistant``
+turns only (``CLIENT_ROLES``): ``system`` turns steer the model, so only the mesh writes them. When the summariser fails, a plain digest of
 the older turns stands in, so no turn is ever dropped without a trace.
 """
 
@@ -21,6 +23,7 @@ log = logging.getLogger("docuthinker.orchestrator.conversations")
 
 GENERAL = "general"
 ROLES = ("user", "assistant", "system")
+CLIENT_ROLES = ("user", "assistant")
 MAX_CONTENT_CHARS = 100_000
 
 Summarize = Callable[[str], Awaitable[str]]
@@ -95,6 +98,13 @@ class ConversationStore:
         self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
         db.script(_SCHEMA)
 
+    async def add_from_client(
+        self, tenant: str, user_id: str, document_id: str, role: str, content: str
+    ) -> Conversation:
+        """A turn a client wrote (AddConversationMessage): ``user`` or ``assistant`` only."""
+        _validate_message(role, content, CLIENT_ROLES)
+        return await self.add(tenant, user_id, document_id, role, content)
+
     async def add(self, tenant: str, user_id: str, document_id: str, role: str, content: str) -> Conversation:
         key = _key(tenant, user_id, document_id)
         _validate_message(role, content)
@@ -113,7 +123,7 @@ class ConversationStore:
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     (*key, role, content, now),
                 )
-            self._evict_beyond_cap()
+            self._evict_beyond_cap(tenant)
             conversation = self._load(key)
             if len(conversation.messages) > self.max_messages:
                 conversation = await self._fold(key, conversation)
@@ -146,8 +156,12 @@ class ConversationStore:
         self._locks.pop(key, None)
         return removed > 0
 
-    def count(self) -> int:
-        row = self._db.one("SELECT COUNT(*) AS n FROM conversations")
+    def count(self, tenant: str | None = None) -> int:
+        """Conversations kept, of one tenant or of all."""
+        if tenant is None:
+            row = self._db.one("SELECT COUNT(*) AS n FROM conversations")
+        else:
+            row = self._db.one("SELECT COUNT(*) AS n FROM conversations WHERE tenant = ?", (tenant,))
         return int(row["n"]) if row else 0
 
     async def _fold(self, key: tuple[str, str, str], conversation: Conversation) -> Conversation:
@@ -176,12 +190,13 @@ class ConversationStore:
             )
         return self._load(key)
 
-    def _evict_beyond_cap(self) -> None:
-        excess = self.count() - self.max_conversations
+    def _evict_beyond_cap(self, tenant: str) -> None:
+        excess = self.count(tenant) - self.max_conversations
         if excess <= 0:
             return
         victims = self._db.query(
-            "SELECT tenant, user_id, document_id FROM conversations ORDER BY used_at LIMIT ?", (excess,)
+            "SELECT tenant, user_id, document_id FROM conversations WHERE tenant = ? ORDER BY used_at LIMIT ?",
+            (tenant, excess),
         )
         for victim in victims:
             self.clear(victim["tenant"], victim["user_id"], victim["document_id"])
@@ -212,10 +227,10 @@ def _key(tenant: str, user_id: str, document_id: str) -> tuple[str, str, str]:
     return tenant, user_id.strip(), (document_id or GENERAL).strip() or GENERAL
 
 
-def _validate_message(role: str, content: str) -> None:
+def _validate_message(role: str, content: str, roles: tuple[str, ...] = ROLES) -> None:
     violations = []
-    if role not in ROLES:
-        violations.append(FieldViolation("role", f"one of {', '.join(ROLES)}"))
+    if role not in roles:
+        violations.append(FieldViolation("role", f"one of {', '.join(roles)}"))
     if not content.strip():
         violations.append(FieldViolation("content", "must not be blank"))
     elif len(content) > MAX_CONTENT_CHARS:

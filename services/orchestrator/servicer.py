@@ -270,7 +270,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
     async def AddConversationMessage(
         self, request: pb.AddConversationMessageRequest, context
     ) -> pb.AddConversationMessageResponse:
-        conversation = await self._c.conversations.add(
+        conversation = await self._c.conversations.add_from_client(
             current_tenant(), request.user_id, request.document_id, request.role, request.content
         )
         return pb.AddConversationMessageResponse(

@@ -54,7 +54,7 @@ class OrchestratorSettings(BaseSettings):
     conversation_keep_last: int = Field(default=10, ge=1)
     """Messages kept verbatim after a summarisation."""
     max_conversations: int = Field(default=10_000, ge=1)
-    """Conversations kept; the least recently used is evicted beyond it."""
+    """Conversations kept per tenant; beyond it the tenant's own least recently used one is evicted."""
     batch_size: int = Field(default=10, ge=1)
     """Documents per batch of a batch request."""
     batch_concurrency: int = Field(default=3, ge=1)

@@ -37,7 +37,14 @@ _UNTRACKED_PREFIXES = ("/grpc.health.v1.", "/grpc.reflection.")
 
 
 def _metadata(details: grpc.HandlerCallDetails) -> dict[str, str]:
-    return {k.lower(): v for k, v in (details.invocation_metadata or ()) if isinstance(v, str)}
+    """Text metadata by lower-cased key; a repeated key reads as its values comma-joined, as HTTP
+    reads repeated headers, so a duplicated ``x-tenant-id`` is never silently one of its values."""
+    headers: dict[str, str] = {}
+    for key, value in details.invocation_metadata or ():
+        if isinstance(value, str):
+            key = key.lower()
+            headers[key] = f"{headers[key]},{value}" if key in headers else value
+    return headers
 
 
 def _stream_response_class(method: str):
@@ -101,12 +108,13 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
         )
 
     def _context_for(self, headers: dict[str, str], context: grpc.aio.ServicerContext):
-        tenant = headers.get(request_context.TENANT_HEADER) or self._default_tenant
+        # Absent: the default tenant. Present but empty, repeated or malformed: refused, never the default.
+        tenant = headers.get(request_context.TENANT_HEADER, self._default_tenant)
         if not request_context.TENANT_PATTERN.match(tenant):
             raise InvalidArgument(
-                "invalid tenant id in x-tenant-id metadata",
+                "invalid tenant id in x-tenant-id metadata (empty, repeated or malformed)",
                 reason="INVALID_TENANT",
-                violations=[FieldViolation("x-tenant-id", "1-64 letters, digits, '.', '_' or '-'")],
+                violations=[FieldViolation("x-tenant-id", "one value of 1-64 letters, digits, '.', '_' or '-'")],
             )
         remaining = context.time_remaining()
         return request_context.RequestContext(

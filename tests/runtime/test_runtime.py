@@ -126,6 +126,19 @@ async def test_tenant_defaults_and_invalid_tenant_is_rejected(probe):
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+@pytest.mark.parametrize("metadata", [
+    [("x-tenant-id", "")],  # present but empty: not the default tenant
+    [("x-tenant-id", "acme"), ("x-tenant-id", "globex")],  # two tenants: neither is picked
+    [("x-tenant-id", "acme"), ("x-tenant-id", "acme")],
+])
+async def test_an_empty_or_repeated_tenant_header_is_refused(probe, metadata):
+    _, stub, _ = probe
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.ComputeAnalytics(pb.ComputeAnalyticsRequest(text="x"), metadata=metadata)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "empty, repeated or malformed" in caught.value.details()
+
+
 async def test_deadline_tenant_and_request_id_propagate_downstream(probe):
     downstream, _, _ = probe
     settings = MeshSettings()
