@@ -38,7 +38,7 @@ _ENTITY_LABELS: dict[AnswerType, frozenset[str]] = {
     AnswerType.PERSON: frozenset({"PERSON"}),
     AnswerType.ORGANISATION: frozenset({"ORG", "NORP", "LAW", "FAC"}),
     AnswerType.PLACE: frozenset({"GPE", "LOC", "FAC"}),
-    AnswerType.DATE: frozenset({"DATE"}),
+    AnswerType.DATE: frozenset({"DATE", "TIME"}),
     AnswerType.NUMBER: frozenset({"CARDINAL", "QUANTITY", "MONEY", "PERCENT"}),
     AnswerType.MONEY: frozenset({"MONEY"}),
     AnswerType.PERCENT: frozenset({"PERCENT"}),
