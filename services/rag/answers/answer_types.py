@@ -49,7 +49,8 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"|\b(?:what|which)\s+(?:version|code|ticker|symbol|identifier|serial|model\s+number)\b"
                 r"|\b(?:ticker|trading)\s+symbol\b|\bcase\s+number\b", _I), AnswerType.CODE),
     (re.compile(r"\bhow\s+(?:many|much|far|long|old|big|large|tall|high|heavy|often)\b"
-                r"|\bwhat\s+(?:number|amount|quantity|total|count)\b|\bnumber\s+of\b", _I), AnswerType.NUMBER),
+                r"|\bwhat\s+(?:number|amount|quantity|total|count)\b|\bnumber\s+of\b"
+                r"|^\s*(?:what|which)\s+[a-z]+\s+number\b", _I), AnswerType.NUMBER),
     (re.compile(r"^\s*(?:who|whom)\b|\bwho(?:m|se)?\b|\b(?:what|which)\s+(?:person|people|author|authors|man|woman|"
                 r"manager|director|president|chair\w*|officer|player|writer|artist|founder|inventor)\b", _I),
      AnswerType.PERSON),

@@ -169,7 +169,9 @@ class ExtractiveAnswerer:
         """SUPPORTED needs the asked-for type, the key terms covered, and (for sentences) the learned threshold."""
         if reading is None or not reading.supported:
             return False
-        return reading.from_table or answerability >= self.config.read_threshold
+        # A span of the asked-for type whose evidence holds every key term needs no learned vote.
+        typed_and_covered = reading.kind in TYPED and reading.coverage >= 0.75 and reading.unseen_terms == 0
+        return reading.from_table or typed_and_covered or answerability >= self.config.read_threshold
 
     def answer_read(self, question: str, asked: str, retrieved: Sequence[RetrievedChunk], *,
                     flagged: bool = False) -> GroundedAnswer:

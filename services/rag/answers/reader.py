@@ -39,7 +39,8 @@ READ_SENTENCES = 6
 MIN_NOUN_COVERAGE = 0.5
 """Share of the question's key nouns the evidence must hold."""
 _CAPTION = re.compile(r"^\s*(?:table|figure|fig\.|chart|exhibit|appendix|section|chapter)\s*[\dA-Z]+[.:]", re.I)
-_ENUMERATION = re.compile(r"[^,;:]+(?:,\s*[^,;:]+)+,?\s+(?:and|or)\s+[^,;:.]+")
+_PART = r"(?:[^,;:]|,(?=\d))+"
+_ENUMERATION = re.compile(rf"{_PART}(?:,\s*{_PART})+,?\s+(?:and|or)\s+(?:[^,;:.]|,(?=\d)|\.(?=\d))+")
 _BULLET = re.compile(r"^\s*(?:[-*•▪‣◦]|\d{1,3}[.)]|[a-zA-Z][.)])\s+")
 
 
@@ -204,7 +205,8 @@ class Reader:
 
     # -- lists -----------------------------------------------------------------------------------
     def list_items(self, question: str, ranked: Sequence) -> Reading | None:
-        for scored in ranked[:READ_SENTENCES]:
+        best: tuple[float, Reading] | None = None
+        for position, scored in enumerate(ranked[:READ_SENTENCES]):
             hit, span = scored.retrieved, scored.span
             text = hit.chunk.text
             items = _bullets_after(text, span) or _enumeration(span)
@@ -217,9 +219,13 @@ class Reader:
             index = next((i for i, s in enumerate(spans) if s.start == span.start), 0)
             window = f"{_window(text, spans, index)} {source.text}" if spans else source.text
             cover, names = coverage(question, AnswerType.LIST, window, _context(hit), text)
-            return Reading(AnswerType.LIST, hit, source, "; ".join(t for _, _, t in items),
-                           items=tuple(t for _, _, t in items), coverage=cover, names_covered=names)
-        return None
+            own, _ = coverage(question, AnswerType.LIST, source.text, "", source.text)
+            reading = Reading(AnswerType.LIST, hit, source, "; ".join(t for _, _, t in items),
+                              items=tuple(t for _, _, t in items), coverage=cover, names_covered=names)
+            score = cover + own - 0.3 * position
+            if best is None or score > best[0]:
+                best = (score, reading)
+        return best[1] if best else None
 
     # -- sentences -------------------------------------------------------------------------------
     def sentence(self, question: str, kind: AnswerType, ranked: Sequence) -> Reading | None:
@@ -269,7 +275,8 @@ class Reader:
             else:
                 short_text, start, end = short.text, short.start, short.end
             reading = Reading(kind, hit, span, short_text, start, end, coverage=cover, names_covered=names)
-            score = prior + 1.5 * cover + (1.0 if names else 0.0)
+            own, _ = coverage(question, kind, span.text, "", span.text)
+            score = prior + 1.5 * cover + own + (1.0 if names else 0.0)
             if best is None or score > best[0]:
                 best = (score, reading)
         if best is None:
@@ -330,7 +337,7 @@ def _enumeration(span: Span) -> list[tuple[int, int, str]]:
         return []
     body = match.group(0)
     base = span.start + match.start()
-    parts = re.split(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", body)
+    parts = re.split(r",(?!\d)\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", body)
     items = []
     pos = 0
     for part in parts:
@@ -340,10 +347,25 @@ def _enumeration(span: Span) -> list[tuple[int, int, str]]:
         at = body.find(value, pos)
         pos = at + len(value)
         items.append((base + at, base + at + len(value), value))
-    # The first item often carries the sentence's lead-in ("There were 20,000 bottles"): keep its tail.
-    if items and len(items[0][2].split()) > 5:
-        s, e, v = items[0]
-        tail = " ".join(v.split()[-4:])
-        at = v.rfind(tail)
-        items[0] = (s + at, e, tail)
+    # Items are short: keep them from the end back to the first long part, whose tail after its
+    # last linking word ("commentator for Sky Sports") is the first item.
+    if items and len(items[-1][2].split()) > 5:
+        # The last item runs on into the sentence ("GitHub had millions ..."): keep its leading name.
+        s, e, v = items[-1]
+        lead = re.match(r"(?:[A-Z0-9][\w.&'-]*\s?){1,4}", v)
+        head = lead.group(0).strip() if lead else " ".join(v.split()[:3])
+        items[-1] = (s, s + len(head), head)
+    kept: list[tuple[int, int, str]] = []
+    for s, e, v in reversed(items):
+        words = v.split()
+        if len(words) <= 5:
+            kept.insert(0, (s, e, v))
+            continue
+        tail = re.search(r"(?:^|\s)(?:for|of|like|including|include|includes|as|are|were|was|is|with|such as)\s+"
+                         r"((?:\S+\s*){1,4})$", v)
+        if tail:
+            at = v.rfind(tail.group(1))
+            kept.insert(0, (s + at, e, tail.group(1).strip()))
+        break
+    items = kept
     return items if len(items) >= 2 else []

@@ -83,6 +83,8 @@ def typed_spans(text: str, kind: AnswerType) -> list[TypedSpan]:
                 found.setdefault((start, end), TypedSpan(start, end, text[start:end], kind))
     if kind is AnswerType.CODE:
         found = {k: v for k, v in found.items() if not _DATE.fullmatch(v.text) or "-" in v.text}
+    # Reference markers ("[42]") are not values.
+    found = {k: v for k, v in found.items() if not (text[v.start - 1 : v.start] == "[" and text[v.end : v.end + 1] == "]")}
     spans = sorted(found.values(), key=lambda s: (s.start, -s.end))
     kept: list[TypedSpan] = []
     for span in spans:  # keep the longest of overlapping spans
