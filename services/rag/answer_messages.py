@@ -41,6 +41,9 @@ def citation_pb(citation: Citation) -> answers_pb2.Citation:
         sheet_name=p.sheet_name, row_start=p.row_start, row_end=p.row_end, char_start=citation.char_start,
         char_end=citation.char_end, excerpt=citation.excerpt, chunk_id=citation.chunk.chunk_id, score=citation.score,
         heading_path=list(p.heading_path), start_seconds=start_s, end_seconds=end_s,
+        row_label=citation.row_label, column_header=citation.column_header,
+        answer_char_start=max(citation.answer_start, 0), answer_char_end=max(citation.answer_end, 0),
+        short_answer=citation.short_answer, answer_type=citation.answer_type,
     )
 
 

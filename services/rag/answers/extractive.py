@@ -20,6 +20,8 @@ import numpy as np
 from services.rag.answers import answer_model, lexical
 from services.rag.answers.features import FEATURE_NAMES, Candidate, feature_matrix
 from services.rag.answers.injection import is_instruction
+from services.rag.answers.answer_types import TYPED, AnswerType
+from services.rag.answers.reader import Reader, Reading
 from services.rag.answers.model import REFUSAL, AnswerSentence, Citation, GroundedAnswer, SupportStatus, with_marker
 from services.rag.answers.sentences import Span, split_sentences
 from services.rag.answers.scoring import AnswerScorer, sigmoid
@@ -42,6 +44,10 @@ class ExtractiveConfig:
     """A second sentence joins the answer only when its probability is within this of the best."""
     min_words: int = 3
     """Shorter fragments (headings, table labels) are not answers on their own."""
+    read: bool = True
+    """Answer one-part questions with the typed reader (``reader``): short typed answers, table cells, lists."""
+    read_threshold: float = 0.05
+    """Answerability under which a reader's sentence answer abstains (its type and key-term checks come first)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,11 @@ class ExtractiveAnswerer:
         self._encoder = encoder
         self.config = config or ExtractiveConfig()
         self.scorer = scorer or AnswerScorer.shipped()
+        self.reader = Reader(self._similarity)
+
+    def _similarity(self, question: str, texts: list[str]) -> np.ndarray:
+        vectors = self._encoder.encode([question, *texts])
+        return np.asarray(vectors[1:] @ vectors[0], dtype=float)
 
     def candidates(self, retrieved: Sequence[RetrievedChunk]) -> list[tuple[RetrievedChunk, Span, Candidate]]:
         """Every sentence of the retrieved chunks once (chunk overlaps repeat them), in retrieval order."""
@@ -143,8 +154,69 @@ class ExtractiveAnswerer:
         self, question: str, parts: Sequence[str], retrieved: Sequence[RetrievedChunk], *, flagged: bool = False
     ) -> GroundedAnswer:
         """One answer with a cited part per sub-question; a part without evidence leaves it PARTIAL."""
+        if self.config.read and len(parts) == 1:
+            return self.answer_read(question, parts[0], retrieved, flagged=flagged)
         chosen = [(part, self.select(self.rank(part, retrieved))) for part in parts]
         return compose(chosen, question, retrieved, flagged=flagged)
+
+
+    def reading(self, question: str, retrieved: Sequence[RetrievedChunk]) -> tuple[Reading | None, float]:
+        """The reader's answer and the learned answerability of the ranked evidence."""
+        ranked = self.rank(question, retrieved)
+        return self.reader.read(question, ranked, retrieved), self.answerability(ranked)
+
+    def accepts(self, reading: Reading | None, answerability: float) -> bool:
+        """SUPPORTED needs the asked-for type, the key terms covered, and (for sentences) the learned threshold."""
+        if reading is None or not reading.supported:
+            return False
+        # A span of the asked-for type whose evidence holds every key term needs no learned vote.
+        typed_and_covered = reading.kind in TYPED and reading.coverage >= 0.75 and reading.unseen_terms == 0
+        return reading.from_table or typed_and_covered or answerability >= self.config.read_threshold
+
+    def answer_read(self, question: str, asked: str, retrieved: Sequence[RetrievedChunk], *,
+                    flagged: bool = False) -> GroundedAnswer:
+        reading, answerability = self.reading(asked, retrieved)
+        if not self.accepts(reading, answerability):
+            note = confidence_note(SupportStatus.INSUFFICIENT, flagged=flagged)
+            return GroundedAnswer(question, REFUSAL, (), tuple(retrieved), SupportStatus.INSUFFICIENT, note,
+                                  answer_type=reading.kind.value if reading else "")
+        assert reading is not None
+        citation = reading_citation(1, reading, answerability)
+        text = with_marker(answer_text(reading), 1)
+        sentence = AnswerSentence(" ".join(answer_text(reading).split()), (1,), True, answerability, 0)
+        return GroundedAnswer(
+            question=question, answer=text, citations=(citation,), retrieved=tuple(retrieved),
+            support_status=SupportStatus.SUPPORTED, confidence_note=confidence_note(SupportStatus.SUPPORTED, flagged=flagged),
+            sentences=(sentence,), short_answer=reading.short, answer_type=reading.kind.value,
+        )
+
+
+SHORT_KINDS = TYPED | {AnswerType.DEFINITION}
+"""Answer types whose short answer leads the answer text (a free-text answer is its sentence)."""
+
+
+def answer_text(reading: Reading) -> str:
+    """The short answer and where it comes from: the sentence, the table row and column, or the list."""
+    source = " ".join(reading.source.text.split())
+    short = " ".join(reading.short.split())
+    if reading.from_table:
+        return f"{short} ({reading.column_header} for {reading.row_label}; row: {source})"
+    if reading.items:
+        return f"{short} (from: {source})"
+    if reading.kind not in SHORT_KINDS or not short or short == source or len(short) >= len(source):
+        return source
+    return f"{short}: {source}"
+
+
+def reading_citation(marker: int, reading: Reading, score: float) -> Citation:
+    base = reading.hit.chunk.provenance.char_start
+    return Citation(
+        marker=marker, chunk=reading.hit.chunk, char_start=base + reading.source.start, char_end=base + reading.source.end,
+        excerpt=reading.source.text, score=score, row_label=reading.row_label, column_header=reading.column_header,
+        short_answer=reading.short, answer_type=reading.kind.value,
+        answer_start=base + reading.short_start if reading.short_start >= 0 else -1,
+        answer_end=base + reading.short_end if reading.short_end >= 0 else -1,
+    )
 
 
 def citation_for(marker: int, sentence: ScoredSentence) -> Citation:

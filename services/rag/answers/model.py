@@ -39,6 +39,15 @@ class Citation:
     char_end: int
     excerpt: str
     score: float
+    row_label: str = ""
+    """A table cell's row (its label cell), when the answer is a cell."""
+    column_header: str = ""
+    """A table cell's column header, when the answer is a cell."""
+    answer_start: int = -1
+    """Offsets of the short answer inside the page text (within the cited span); -1 when none."""
+    answer_end: int = -1
+    short_answer: str = ""
+    answer_type: str = ""
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,8 @@ class GroundedAnswer:
     usage: Usage = field(default_factory=Usage)
     short_answer: str = ""
     """Shortest span of the best sentence that answers the question (extractive engine), else ""."""
+    answer_type: str = ""
+    """The answer type the question asks for (``answer_types.AnswerType``; extractive engine), else ""."""
 
     @property
     def abstained(self) -> bool:

@@ -15,7 +15,10 @@ from functools import lru_cache
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•▪‣◦]|\d{1,3}[.)]|[a-zA-Z][.)])\s+")
 _TABLE_ROW = re.compile(r"\t|\s\|\s|^\s*\|")
-_CLOSES_LINE = re.compile(r"[.!?:;)\]\"']\s*$")
+_CLOSES_LINE = re.compile(r"[.!?;)\]\"']\s*$")
+_KEY_VALUE = re.compile(r"^\s*[A-Z\u00C0-\u024F][\w\u00C0-\u024F .,'’()/&-]{0,48}?\s?:\s*\S")
+_SHORT_LINE = 0.6
+"""A line shorter than this share of the text's longest line ends its unit (a wrapped line fills the width)."""
 _TRIM_LEADING = re.compile(r"^(?:\s|[-*•▪‣◦]\s|\d{1,3}[.)]\s|#+\s)+")
 _MAX_SENTENCE_CHARS = 600
 
@@ -45,6 +48,7 @@ def _blocks(text: str) -> list[tuple[int, int]]:
     start = None
     prev_line = ""
     pos = 0
+    widest = max((len(line.strip()) for line in text.splitlines()), default=0)
     for line in text.splitlines(keepends=True):
         stripped = line.strip()
         line_start, pos = pos, pos + len(line)
@@ -60,6 +64,10 @@ def _blocks(text: str) -> list[tuple[int, int]]:
             or _TABLE_ROW.search(line)
             or _TABLE_ROW.search(prev_line)
             or _CLOSES_LINE.search(prev_line)
+            or _KEY_VALUE.match(line)
+            or _KEY_VALUE.match(prev_line)
+            or (len(prev_line.strip()) < _SHORT_LINE * widest and not prev_line.rstrip().endswith((":", ",", "-"))
+                and not stripped[:1].islower())
         )
         if breaks:
             if start is not None:
@@ -72,8 +80,39 @@ def _blocks(text: str) -> list[tuple[int, int]]:
 
 
 def split_sentences(text: str) -> list[Span]:
-    """Non-empty sentence spans in text order, trimmed of whitespace and list markers."""
-    return list(_split(text))
+    """Non-empty sentence spans in text order, trimmed of whitespace and list markers.
+
+    A sentence ending in ":" runs on into what follows the colon (the next unit, or the list
+    items after it): "contact the office at:" is never a sentence on its own.
+    """
+    return list(_continued(text))
+
+
+@lru_cache(maxsize=4096)
+def _continued(text: str) -> tuple[Span, ...]:
+    spans = list(_split(text))
+    out: list[Span] = []
+    i = 0
+    while i < len(spans):
+        span = spans[i]
+        if span.text.endswith(":") and i + 1 < len(spans):
+            end = spans[i + 1].end
+            j = i + 2
+            while j < len(spans) and _LIST_ITEM.match(_line_at(text, spans[j].start)) and spans[j].end - span.start < _MAX_SENTENCE_CHARS:
+                end = spans[j].end
+                j += 1
+            out.append(Span(span.start, end, text[span.start:end]))
+            i = j
+            continue
+        out.append(span)
+        i += 1
+    return tuple(out)
+
+
+def _line_at(text: str, offset: int) -> str:
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    return text[start : end if end >= 0 else len(text)]
 
 
 @lru_cache(maxsize=4096)

@@ -69,6 +69,23 @@ def degree_words(question: str) -> frozenset[str]:
     return frozenset(t.lower_ for t in doc if t.tag_ in _DEGREE_TAGS or t.lower_ in _DEGREE_WORDS)
 
 
+@lru_cache(maxsize=50_000)
+def entity_spans(text: str) -> tuple[tuple[str, int, int], ...]:
+    """spaCy's (label, start, end) entities of a text, offsets inside it (cached)."""
+    with _lock:
+        doc = _nlp()(text)
+    return tuple((ent.label_, ent.start_char, ent.end_char) for ent in doc.ents)
+
+
+@lru_cache(maxsize=4096)
+def noun_terms(question: str) -> tuple[tuple[str, bool], ...]:
+    """The question's nouns, proper nouns and numbers as (lower-cased word, is_name), in order."""
+    with _lock:
+        doc = _nlp()(question)
+    return tuple((t.lower_, t.pos_ in ("PROPN", "NUM") or any(ch.isdigit() for ch in t.text))
+                 for t in doc if t.pos_ in ("NOUN", "PROPN", "NUM") and not t.is_stop)
+
+
 def entity_labels(sentence: str) -> frozenset[str]:
     """spaCy entity labels present in a sentence."""
     return frozenset(label for label, _ in entities(sentence))

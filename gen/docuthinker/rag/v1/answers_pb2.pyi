@@ -36,7 +36,7 @@ class ScoredChunk(_message.Message):
     def __init__(self, chunk_id: _Optional[str] = ..., text: _Optional[str] = ..., score: _Optional[float] = ..., provenance: _Optional[_Union[_documents_pb2.Provenance, _Mapping]] = ..., dense_score: _Optional[float] = ..., keyword_score: _Optional[float] = ...) -> None: ...
 
 class Citation(_message.Message):
-    __slots__ = ("marker", "document_id", "filename", "page", "sheet_name", "row_start", "row_end", "char_start", "char_end", "excerpt", "chunk_id", "score", "heading_path", "start_seconds", "end_seconds")
+    __slots__ = ("marker", "document_id", "filename", "page", "sheet_name", "row_start", "row_end", "char_start", "char_end", "excerpt", "chunk_id", "score", "heading_path", "row_label", "column_header", "answer_char_start", "answer_char_end", "short_answer", "answer_type", "start_seconds", "end_seconds")
     MARKER_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
@@ -50,6 +50,12 @@ class Citation(_message.Message):
     CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     HEADING_PATH_FIELD_NUMBER: _ClassVar[int]
+    ROW_LABEL_FIELD_NUMBER: _ClassVar[int]
+    COLUMN_HEADER_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_CHAR_START_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_CHAR_END_FIELD_NUMBER: _ClassVar[int]
+    SHORT_ANSWER_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_TYPE_FIELD_NUMBER: _ClassVar[int]
     START_SECONDS_FIELD_NUMBER: _ClassVar[int]
     END_SECONDS_FIELD_NUMBER: _ClassVar[int]
     marker: int
@@ -65,9 +71,15 @@ class Citation(_message.Message):
     chunk_id: str
     score: float
     heading_path: _containers.RepeatedScalarFieldContainer[str]
+    row_label: str
+    column_header: str
+    answer_char_start: int
+    answer_char_end: int
+    short_answer: str
+    answer_type: str
     start_seconds: float
     end_seconds: float
-    def __init__(self, marker: _Optional[int] = ..., document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., sheet_name: _Optional[str] = ..., row_start: _Optional[int] = ..., row_end: _Optional[int] = ..., char_start: _Optional[int] = ..., char_end: _Optional[int] = ..., excerpt: _Optional[str] = ..., chunk_id: _Optional[str] = ..., score: _Optional[float] = ..., heading_path: _Optional[_Iterable[str]] = ..., start_seconds: _Optional[float] = ..., end_seconds: _Optional[float] = ...) -> None: ...
+    def __init__(self, marker: _Optional[int] = ..., document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., sheet_name: _Optional[str] = ..., row_start: _Optional[int] = ..., row_end: _Optional[int] = ..., char_start: _Optional[int] = ..., char_end: _Optional[int] = ..., excerpt: _Optional[str] = ..., chunk_id: _Optional[str] = ..., score: _Optional[float] = ..., heading_path: _Optional[_Iterable[str]] = ..., row_label: _Optional[str] = ..., column_header: _Optional[str] = ..., answer_char_start: _Optional[int] = ..., answer_char_end: _Optional[int] = ..., short_answer: _Optional[str] = ..., answer_type: _Optional[str] = ..., start_seconds: _Optional[float] = ..., end_seconds: _Optional[float] = ...) -> None: ...
 
 class Engine(_message.Message):
     __slots__ = ("provider", "model")

@@ -1,0 +1,371 @@
+"""The reader: from ranked evidence to a short answer of the asked-for type, with its source.
+
+Given the question's answer type (``answer_types``) and the engine's ranked candidate
+sentences, the reader:
+- answers from a table cell when a retrieved table has a row the question names and a column
+  it asks for (``tables.lookup``), citing the row and saying which row and column;
+- answers a list question with the items of a list (bullet lines, or an enumeration "A, B and
+  C" in a sentence) near the question's terms;
+- otherwise reads the best few sentences for a span of the asked-for type (``typed_spans``)
+  that the question does not already contain, nearest the question's terms, and cites its
+  sentence; an acronym question is answered by its expansion;
+- checks that the evidence (the source, its neighbours, its headings and file name) covers the
+  question's key terms: every name and number of the question, and most of its nouns; type
+  words ("what fax number") only name the answer's shape and are not required.
+
+Headings, captions and fragments ending in ":" are never answers on their own. A typed
+question without a span of its type in the evidence is not answered (the fax number of a
+document without one is INSUFFICIENT, never a nearby sentence).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from services.rag.answers import lexical
+from services.rag.answers.answer_types import TYPE_WORDS, TYPED, AnswerType, classify
+from services.rag.answers.sentences import Span, split_sentences
+from services.rag.answers.spans import noun_terms, short_answer
+from services.rag.answers.tables import CellAnswer, Table, lookup, tables_in
+from services.rag.answers.typed_spans import TypedSpan, acronym_expansion, acronyms_in, typed_spans
+from services.rag.retrieval import RetrievedChunk
+
+READ_SENTENCES = 6
+"""Best-ranked sentences the reader looks into for a typed span."""
+MIN_NOUN_COVERAGE = 0.5
+"""Share of the question's key nouns the evidence must hold."""
+_CAPTION = re.compile(r"^\s*(?:table|figure|fig\.|chart|exhibit|appendix|section|chapter)\s*[\dA-Z]+[.:]", re.I)
+_PART = r"(?:[^,;:]|,(?=\d))+"
+_ENUMERATION = re.compile(rf"{_PART}(?:,\s*{_PART})+,?\s+(?:and|or)\s+(?:[^,;:.]|,(?=\d)|\.(?=\d))+")
+_BULLET = re.compile(r"^\s*(?:[-*•▪‣◦]|\d{1,3}[.)]|[a-zA-Z][.)])\s+")
+
+
+@dataclass(frozen=True)
+class Reading:
+    kind: AnswerType
+    hit: RetrievedChunk
+    source: Span
+    """The sentence, row or list the answer comes from (offsets inside the chunk text)."""
+    short: str
+    short_start: int = -1
+    """Offsets of the short answer inside the chunk text (-1 when it is the whole source)."""
+    short_end: int = -1
+    row_label: str = ""
+    column_header: str = ""
+    items: tuple[str, ...] = ()
+    coverage: float = 0.0
+    names_covered: bool = True
+    typed: bool = True
+    """The short answer has the asked-for shape (always true for untyped questions)."""
+    from_table: bool = False
+    unseen_terms: int = 0
+    """Key terms of the question found in none of the retrieved passages (nor their sources)."""
+    key_term_count: int = 0
+
+    @property
+    def supported(self) -> bool:
+        # One key term the documents never use is tolerated only in a long question whose other
+        # terms the evidence holds (a user's own word for the thing, "rule" for "approval").
+        unseen_ok = self.unseen_terms == 0 or (self.unseen_terms == 1 and self.key_term_count >= 4
+                                                and self.coverage >= 0.75)
+        return (self.typed and self.names_covered and self.coverage >= MIN_NOUN_COVERAGE
+                and (self.from_table or unseen_ok))
+
+
+_SECTION_HEADING = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[IVX]+\.|[A-Z]\.)\s+[A-Z][^.!?]*$")
+
+
+def is_fragment(text: str, heading_path: Sequence[str] = ()) -> bool:
+    """Headings, captions and fragments ending in ":" (never an answer on their own)."""
+    body = " ".join(text.split())
+    if body.endswith(":") or _CAPTION.match(body):
+        return True
+    if any(body == " ".join(h.split()) for h in heading_path):
+        return True
+    words = lexical.tokens(body)
+    if len(words) <= 8 and _SECTION_HEADING.match(body):
+        return True
+    return len(words) <= 6 and body.isupper() and not any(ch.isdigit() for ch in body)
+
+
+def key_terms(question: str, kind: AnswerType, source_terms: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:
+    """(names and numbers, other nouns) of the question an answer's evidence must hold, stemmed."""
+    type_words = lexical.content_terms(" ".join(TYPE_WORDS.get(kind, ())))
+    names, nouns = set(), set()
+    for word, is_name in noun_terms(question):
+        for term in lexical.content_terms(word):
+            if term in type_words:
+                continue
+            (names if is_name else nouns).add(term)
+    return frozenset(names - source_terms), frozenset(nouns - names - source_terms)
+
+
+_CATEGORY = re.compile(
+    r"^\s*(?:(?:what|which)(?:'s|\s+(?:is|are|was|were))?\s+(?:the\s+)?(?:(?:kind|type|sort)s?\s+of\s+)?"
+    r"|who\s+(?:is|are|was|were)\s+the\s+)([a-z][\w-]*)", re.I)
+
+
+def category_terms(question: str) -> frozenset[str]:
+    """The noun a question asks about ("which backbone", "who are the authors"): the answer's class, which
+    the evidence need not repeat (it says "ResNet 101", not "the backbone is ...")."""
+    match = _CATEGORY.match(question)
+    return lexical.content_terms(match.group(1)) if match else frozenset()
+
+
+def _fuzzy(needed: frozenset[str], have: frozenset[str]) -> int:
+    count = 0
+    for n in needed:
+        if n in have or (len(n) >= 4 and any(min(len(n), len(h)) >= 4 and (h.startswith(n) or n.startswith(h))
+                                             for h in have)):
+            count += 1
+    return count
+
+
+def coverage(question: str, kind: AnswerType, evidence: str, context: str, chunk_text: str) -> tuple[float, bool]:
+    """(share of key nouns held by evidence + context, all names and numbers held by the chunk + context)."""
+    source = lexical.content_terms(context)
+    names, nouns = key_terms(question, kind, source)
+    have = lexical.content_terms(evidence) | source
+    chunk = lexical.content_terms(chunk_text) | source
+    noun_share = _fuzzy(nouns | names, have) / len(nouns | names) if nouns | names else 1.0
+    return noun_share, _fuzzy(names, chunk) == len(names)
+
+
+def _context(hit: RetrievedChunk) -> str:
+    p = hit.chunk.provenance
+    return " ".join((p.filename.rsplit(".", 1)[0].replace("_", " ").replace("-", " "), p.sheet_name, *p.heading_path))
+
+
+def _window(text: str, spans: Sequence[Span], index: int) -> str:
+    return text[spans[max(index - 1, 0)].start : spans[min(index + 1, len(spans) - 1)].end]
+
+
+class Reader:
+    def __init__(self, similarity: Callable[[str, list[str]], np.ndarray] | None = None) -> None:
+        self._similarity = similarity
+
+    def read(self, question: str, ranked: Sequence, retrieved: Sequence[RetrievedChunk]) -> Reading | None:
+        """The best reading of the evidence, or None when nothing of the asked-for kind is there."""
+        reading = self._read(question, ranked, retrieved)
+        if reading is None:
+            return None
+        names, nouns = key_terms(question, reading.kind)
+        nouns = nouns - category_terms(question)
+        everywhere = frozenset().union(*(lexical.content_terms(f"{h.chunk.text} {_context(h)}") for h in retrieved))
+        return replace(reading, unseen_terms=len(names | nouns) - _fuzzy(names | nouns, everywhere),
+                       key_term_count=len(names | nouns))
+
+    def _read(self, question: str, ranked: Sequence, retrieved: Sequence[RetrievedChunk]) -> Reading | None:
+        kind = classify(question)
+        if kind not in (AnswerType.DEFINITION, AnswerType.YES_NO):
+            cell = self.table_cell(question, kind, retrieved)
+            if cell is not None:
+                return cell
+        if kind is AnswerType.LIST:
+            listed = self.list_items(question, ranked)
+            if listed is not None:
+                return listed
+        return self.sentence(question, kind, ranked)
+
+    # -- tables ----------------------------------------------------------------------------------
+    def table_cell(self, question: str, kind: AnswerType, retrieved: Sequence[RetrievedChunk]) -> Reading | None:
+        found: list[tuple[int, Table, str]] = []
+        by_document: dict[str, list[Table]] = {}
+        for index, hit in enumerate(retrieved):
+            for table in tables_in(hit.chunk.text):
+                found.append((index, table, _context(hit)))
+                by_document.setdefault(hit.chunk.document_id, []).append(table)
+        if not found:
+            return None
+        # A block of rows without a header borrows one of the same width from its document.
+        patched = []
+        for index, table, context in found:
+            if table.header is None:
+                donor = next((t.header for t in by_document[retrieved[index].chunk.document_id]
+                              if t.header is not None and len(t.header.cells) == table.width), None)
+                table = Table(donor, table.rows, table.title, table.width)
+            patched.append((index, table, context))
+        similarity = (lambda texts: self._similarity(question, texts)) if self._similarity else None
+        answer = lookup(question, patched, similarity)
+        if answer is None or not _fits(kind, answer.cell.text):
+            return None
+        index = next(i for i, t, _ in patched if t is answer.table)
+        hit = retrieved[index]
+        text = hit.chunk.text
+        row = Span(answer.row.start, answer.row.end, text[answer.row.start : answer.row.end])
+        cover, names = coverage(question, kind, f"{row.text} {answer.column_header} {answer.table.title} "
+                                f"{' '.join(answer.table.header.texts()) if answer.table.header else ''}",
+                                _context(hit), text)
+        return Reading(kind, hit, row, answer.cell.text, answer.cell.start, answer.cell.end, answer.row_label,
+                       answer.column_header, coverage=cover, names_covered=names, from_table=True)
+
+    # -- lists -----------------------------------------------------------------------------------
+    def list_items(self, question: str, ranked: Sequence) -> Reading | None:
+        best: tuple[float, Reading] | None = None
+        for position, scored in enumerate(ranked[:READ_SENTENCES]):
+            hit, span = scored.retrieved, scored.span
+            text = hit.chunk.text
+            items = _bullets_after(text, span) or _enumeration(span)
+            if len(items) < 2:
+                continue
+            start, end = min(s for s, _, _ in items), max(e for _, e, _ in items)
+            start, end = min(start, span.start), max(end, span.end)
+            source = Span(start, end, text[start:end])
+            spans = split_sentences(text)
+            index = next((i for i, s in enumerate(spans) if s.start == span.start), 0)
+            window = f"{_window(text, spans, index)} {source.text}" if spans else source.text
+            cover, names = coverage(question, AnswerType.LIST, window, _context(hit), text)
+            own, _ = coverage(question, AnswerType.LIST, source.text, "", source.text)
+            reading = Reading(AnswerType.LIST, hit, source, "; ".join(t for _, _, t in items),
+                              items=tuple(t for _, _, t in items), coverage=cover, names_covered=names)
+            score = cover + own - 0.3 * position
+            if best is None or score > best[0]:
+                best = (score, reading)
+        return best[1] if best else None
+
+    # -- sentences -------------------------------------------------------------------------------
+    def sentence(self, question: str, kind: AnswerType, ranked: Sequence) -> Reading | None:
+        candidates = [s for s in ranked if not is_fragment(s.span.text, s.retrieved.chunk.provenance.heading_path)
+                      and (kind in TYPED or not _is_row(s.span.text))]
+        if not candidates:
+            return None
+        acronyms = acronyms_in(question) if kind is AnswerType.DEFINITION else []
+        q_lower = " ".join(question.lower().split())
+        terms = lexical.content_terms(question)
+        best: tuple[float, Reading] | None = None
+        top = candidates[0].rank_score
+        pool = candidates[:READ_SENTENCES]
+        if acronyms:
+            naming = [c for c in candidates if any(re.search(rf"(?<!\w){re.escape(a)}(?!\w)", c.span.text) for a in acronyms)]
+            pool = naming[:READ_SENTENCES] or pool
+        for position, scored in enumerate(pool):
+            hit, span = scored.retrieved, scored.span
+            text = hit.chunk.text
+            spans = split_sentences(text)
+            index = next((i for i, s in enumerate(spans) if s.start == span.start), 0)
+            window = _window(text, spans, index) if spans else span.text
+            cover, names = coverage(question, kind, window, _context(hit), text)
+            prior = scored.rank_score - top - 0.3 * position
+            short: TypedSpan | None = None
+            if acronyms:
+                for acronym in acronyms:
+                    short = acronym_expansion(span.text, acronym)
+                    if short is not None:
+                        short = TypedSpan(span.start + short.start, span.start + short.end, short.text, kind)
+                        break
+            elif kind in TYPED:
+                typed = [t for t in typed_spans(span.text, kind) if not _repeats(t.text, q_lower, terms)]
+                if typed:
+                    anchors = [m.start() for m in re.finditer(r"\w+", span.text)
+                               if lexical.content_terms(m.group(0)) & terms]
+                    t = min(typed, key=lambda t: min((abs(a - t.start) for a in anchors), default=0))
+                    short = TypedSpan(span.start + t.start, span.start + t.end, t.text, kind)
+                elif position < READ_SENTENCES:
+                    continue  # no span of the asked-for type here
+            if short is None and (kind in TYPED or acronyms):
+                continue
+            if short is None:
+                found = short_answer(question, span.text)
+                short_text = found.text if found else span.text
+                start, end = (span.start + found.start, span.start + found.end) if found else (-1, -1)
+            else:
+                short_text, start, end = short.text, short.start, short.end
+            reading = Reading(kind, hit, span, short_text, start, end, coverage=cover, names_covered=names)
+            own, _ = coverage(question, kind, span.text, "", span.text)
+            score = prior + 1.5 * cover + own + (1.0 if names else 0.0)
+            if best is None or score > best[0]:
+                best = (score, reading)
+        if best is None:
+            if kind in TYPED or acronyms:
+                first = candidates[0]
+                return Reading(kind, first.retrieved, first.span, first.span.text, typed=False)
+            return None
+        return best[1]
+
+
+def _repeats(text: str, q_lower: str, terms: frozenset[str]) -> bool:
+    """A span the question already says (or mostly says) is not its answer."""
+    if " ".join(text.lower().split()) in q_lower:
+        return True
+    own = lexical.content_terms(text)
+    return bool(own) and lexical.coverage(own, terms) >= 0.5
+
+
+def _is_row(text: str) -> bool:
+    return " | " in text or text.lstrip().startswith("|")
+
+
+def _fits(kind: AnswerType, cell: str) -> bool:
+    if kind in (AnswerType.NUMBER, AnswerType.MONEY, AnswerType.PERCENT):
+        return bool(re.search(r"\d", cell)) or cell.lower() in {"none", "zero", "no"}
+    if kind is AnswerType.DATE:
+        return bool(re.search(r"\d", cell))
+    return bool(cell.strip())
+
+
+def _bullets_after(text: str, span: Span) -> list[tuple[int, int, str]]:
+    """Bullet lines right after (or making up) a sentence: the list it introduces."""
+    items: list[tuple[int, int, str]] = []
+    pos = text.find("\n", span.start if span.text.endswith(":") else span.end)
+    lines = text[span.start:].splitlines(keepends=True)
+    offset = span.start
+    for line in lines:
+        start = offset
+        offset += len(line)
+        if start < span.start:
+            continue
+        marker = _BULLET.match(line)
+        if marker:
+            body = line[marker.end():].strip()
+            if body:
+                s = start + marker.end()
+                items.append((s, s + len(body), body))
+        elif items and line.strip():
+            break
+    del pos
+    return items if len(items) >= 2 else []
+
+
+def _enumeration(span: Span) -> list[tuple[int, int, str]]:
+    """The items of "A, B and C" inside a sentence."""
+    match = _ENUMERATION.search(span.text)
+    if not match:
+        return []
+    body = match.group(0)
+    base = span.start + match.start()
+    parts = re.split(r",(?!\d)\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", body)
+    items = []
+    pos = 0
+    for part in parts:
+        value = part.strip()
+        if not value:
+            continue
+        at = body.find(value, pos)
+        pos = at + len(value)
+        items.append((base + at, base + at + len(value), value))
+    # Items are short: keep them from the end back to the first long part, whose tail after its
+    # last linking word ("commentator for Sky Sports") is the first item.
+    if items and len(items[-1][2].split()) > 5:
+        # The last item runs on into the sentence ("GitHub had millions ..."): keep its leading name.
+        s, e, v = items[-1]
+        lead = re.match(r"(?:[A-Z0-9][\w.&'-]*\s?){1,4}", v)
+        head = lead.group(0).strip() if lead else " ".join(v.split()[:3])
+        items[-1] = (s, s + len(head), head)
+    kept: list[tuple[int, int, str]] = []
+    for s, e, v in reversed(items):
+        words = v.split()
+        if len(words) <= 5:
+            kept.insert(0, (s, e, v))
+            continue
+        tail = re.search(r"(?:^|\s)(?:for|of|like|including|include|includes|as|are|were|was|is|with|such as)\s+"
+                         r"((?:\S+\s*){1,4})$", v)
+        if tail:
+            at = v.rfind(tail.group(1))
+            kept.insert(0, (s + at, e, tail.group(1).strip()))
+        break
+    items = kept
+    return items if len(items) >= 2 else []

@@ -1,0 +1,113 @@
+"""The typed reader through a real in-process RAG server: table cells, bullet-line phone numbers,
+colon-continued sentences, list answers and typed refusals (each document in its own tenant)."""
+
+from __future__ import annotations
+
+from docuthinker.rag.v1 import answers_pb2
+
+SUPPORTED = answers_pb2.SUPPORT_STATUS_SUPPORTED
+INSUFFICIENT = answers_pb2.SUPPORT_STATUS_INSUFFICIENT
+
+# Rows as a PDF text layer gives a leader-dot table: label, dots, then the values.
+LEADER_DOTS = """Table 3. Arrests by offense, 2019
+
+Offense Arrests Convictions Fines
+Burglary ........................ 1,204 811 96
+Driving under the influence ..... 87,232 58,068 412
+Vandalism ....................... 3,310 1,022 57
+Shoplifting ..................... 9,876 4,411 230
+"""
+
+# A ruled table in the ingestion convention: `cell | cell` rows under a repeated header line.
+RULED = """Regional office staffing
+
+Office | Head count | Annual budget | Opened
+Denver | 42 | 3,100,000 | 1994
+Tallinn | 17 | 950,000 | 2008
+Osaka | 29 | 2,250,000 | 2001
+"""
+
+CONTACTS = """Public comment procedures
+
+Send written comments on the proposed rule by one of the following methods:
+- Mail: Docket Operations, 1200 New Jersey Avenue SE, Washington, DC 20590.
+- Fax: 202-493-2251
+- Hand delivery: Room W12-140 on the ground floor, between 9 a.m. and 5 p.m.
+
+For service information identified in this proposed AD, contact Boeing Commercial Airplanes, Attention:
+Data and Services Management, telephone 562-797-1717.
+"""
+
+MEMO = """Warehouse memo
+
+The quarterly inventory count was completed on March 3 by the logistics team.
+The following supplies were received at the depot: generators, water pumps, and field tents.
+Please direct questions about the count to the depot manager, Ruth Alvarez.
+"""
+
+
+async def test_leader_dot_table_is_answered_by_its_cell_with_row_and_column(rag):
+    await rag.upload("tables-dots", "arrests.txt", LEADER_DOTS)
+    answer = (await rag.query("tables-dots", "How many convictions were there for driving under the influence?")).answer
+    assert answer.support_status == SUPPORTED
+    assert "58,068" in answer.answer
+    citation = answer.citations[0]
+    assert citation.row_label == "Driving under the influence" and citation.column_header == "Convictions"
+    assert citation.short_answer == "58,068" and citation.answer_type == "number"
+    page = await rag.section_text("tables-dots", citation.document_id, citation.page)
+    assert page[citation.char_start : citation.char_end] == citation.excerpt
+    assert page[citation.answer_char_start : citation.answer_char_end] == "58,068"
+    assert citation.char_start <= citation.answer_char_start < citation.answer_char_end <= citation.char_end
+
+
+async def test_ruled_table_is_answered_by_its_cell_with_row_and_column(rag):
+    await rag.upload("tables-ruled", "offices.txt", RULED)
+    answer = (await rag.query("tables-ruled", "What is the annual budget of the Tallinn office?")).answer
+    assert answer.support_status == SUPPORTED
+    citation = answer.citations[0]
+    assert (citation.row_label, citation.column_header, citation.short_answer) == ("Tallinn", "Annual budget", "950,000")
+    assert "950,000" in answer.answer and "Tallinn" in citation.excerpt
+    page = await rag.section_text("tables-ruled", citation.document_id, citation.page)
+    assert page[citation.answer_char_start : citation.answer_char_end] == "950,000"
+
+
+async def test_a_table_row_without_the_asked_column_is_not_an_answer(rag):
+    await rag.upload("tables-ruled-2", "offices.txt", RULED)
+    answer = (await rag.query("tables-ruled-2", "What is the floor area of the Osaka office?")).answer
+    assert answer.support_status == INSUFFICIENT
+
+
+async def test_fax_number_on_a_bullet_line(rag):
+    await rag.upload("contacts", "comments.txt", CONTACTS)
+    answer = (await rag.query("contacts", "What fax number can I send my comments to?")).answer
+    assert answer.support_status == SUPPORTED
+    citation = answer.citations[0]
+    assert citation.short_answer == "202-493-2251" and citation.answer_type == "phone"
+    assert "Fax: 202-493-2251" in citation.excerpt and "737" not in answer.answer
+
+
+async def test_colon_continued_sentence_keeps_what_follows_the_colon(rag):
+    await rag.upload("contacts-2", "comments.txt", CONTACTS)
+    answer = (await rag.query("contacts-2", "What telephone number should I call for service information?")).answer
+    assert answer.support_status == SUPPORTED
+    citation = answer.citations[0]
+    assert citation.short_answer == "562-797-1717"
+    assert "Attention:" in citation.excerpt and "562-797-1717" in citation.excerpt
+    assert not citation.excerpt.rstrip().endswith(":")
+
+
+async def test_list_question_is_answered_with_the_items(rag):
+    await rag.upload("memo", "memo.txt", MEMO)
+    answer = (await rag.query("memo", "Which supplies were received at the depot?")).answer
+    assert answer.support_status == SUPPORTED
+    citation = answer.citations[0]
+    assert citation.answer_type == "list"
+    for item in ("generators", "water pumps", "field tents"):
+        assert item in answer.answer
+
+
+async def test_fax_question_over_a_document_without_a_fax_number_is_insufficient(rag):
+    await rag.upload("memo-2", "memo.txt", MEMO)
+    answer = (await rag.query("memo-2", "What fax number can I send my questions to?")).answer
+    assert answer.support_status == INSUFFICIENT
+    assert not answer.citations

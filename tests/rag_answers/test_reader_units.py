@@ -1,0 +1,88 @@
+"""Answer typing, typed spans, table cells, sentence units and the docqa matching rule (no server)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.docqa_score import contains
+from services.rag.answers.answer_types import AnswerType, classify
+from services.rag.answers.reader import is_fragment
+from services.rag.answers.sentences import split_sentences
+from services.rag.answers.tables import lookup, tables_in
+from services.rag.answers.typed_spans import acronym_expansion, typed_spans
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("What fax number can I send my comments to?", AnswerType.PHONE),
+    ("How many laptops were delivered?", AnswerType.NUMBER),
+    ("How much did the club pay to sign him?", AnswerType.MONEY),
+    ("What percentage of votes did she get?", AnswerType.PERCENT),
+    ("When was the first draft written?", AnswerType.DATE),
+    ("What is the case number of Knowles v. Mirzayance?", AnswerType.CODE),
+    ("Who signed the memo?", AnswerType.PERSON),
+    ("Which company built the bridge?", AnswerType.ORGANISATION),
+    ("What city is the firm based in?", AnswerType.PLACE),
+    ("Which four packages make up the model?", AnswerType.LIST),
+    ("What does LRM stand for?", AnswerType.DEFINITION),
+    ("Is the office open on Sundays?", AnswerType.YES_NO),
+    ("Why can't you ignore them?", AnswerType.FREE),
+])
+def test_answer_type_of_a_question(question, kind):
+    assert classify(question) is kind
+
+
+def test_typed_spans_have_exact_offsets():
+    text = "Toll-free: 1-800-661-2638. Fax: (202) 493-2251. Case 07-1315 was decided on January 23, 2023."
+    for kind, expected in ((AnswerType.PHONE, ["1-800-661-2638", "(202) 493-2251"]), (AnswerType.CODE, ["07-1315"]),
+                           (AnswerType.DATE, ["January 23, 2023"])):
+        spans = typed_spans(text, kind)
+        assert [s.text for s in spans if s.text in expected] == expected
+        assert all(text[s.start : s.end] == s.text for s in spans)
+
+
+def test_acronym_expansion():
+    text = "ABBREVIATIONS LRM Linear Reference Method NID National Identifier"
+    found = acronym_expansion(text, "LRM")
+    assert found is not None and found.text == "Linear Reference Method"
+
+
+def test_whitespace_table_with_leader_dots_and_borrowed_label():
+    text = "mpg cyl hp\nMazda RX4 ...... 21.0 6 110\nDuster 360 ..... 14.3 8 245\n"
+    (table,) = tables_in(text)
+    assert table.header is not None and table.header.texts() == ["mpg", "cyl", "hp"]
+    answer = lookup("What is the horsepower of the Duster 360?", [(0, table, "")])
+    assert answer is not None and (answer.row_label, answer.column_header, answer.cell.text) == ("Duster 360", "hp", "245")
+    assert text[answer.cell.start : answer.cell.end] == "245"
+
+
+def test_pipe_table_prefers_the_table_its_title_names():
+    text = ("Stanley Cups\nTeam | Cups\nLeafs | 13\n\n\nStanley Cups Since 67\nTeam | Cups\nLeafs | 0\n")
+    tables = [(0, t, "") for t in tables_in(text)]
+    assert lookup("How many Stanley Cups have the Leafs won?", tables).cell.text == "13"
+
+
+def test_lines_are_units_and_colon_sentences_continue():
+    text = "Contact\nTelephone : 555-0100\nFax: 555-0101\nWrite to the office at:\n- 12 Main Street\n"
+    units = [s.text for s in split_sentences(text)]
+    assert "Telephone : 555-0100" in units and "Fax: 555-0101" in units
+    assert "Write to the office at:\n- 12 Main Street" in units
+
+
+def test_headings_captions_and_colon_fragments_are_fragments():
+    assert is_fragment("This proposed AD would require the following actions:")
+    assert is_fragment("Table 1: Current layout detection models")
+    assert is_fragment("3.1 Overview")
+    assert not is_fragment("Author: Michelle Poirier")
+
+
+@pytest.mark.parametrize(("text", "gold", "ok"), [
+    ("Call 1\u2011800\u2011661\u20112638 now", "1-800-661-2638", True),
+    ("it was 7.3 percent", "3", False),
+    ("13.0 cups", "13", False),
+    ("the 737 MAX", "73", False),
+    ("1,073 items", "73", False),
+    ("won 13 cups", "13", True),
+    ("A link\nexample", "a link example", True),
+])
+def test_docqa_matching_rule(text, gold, ok):
+    assert contains(text, gold) is ok
