@@ -66,7 +66,11 @@ def test_ask_by_voice_and_play_the_cited_span(mesh, tmp_path_factory):
                                       extra_http_headers={"x-tenant-id": TENANT})
         page = context.new_page()
         page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-        page.on("response", lambda r: r.status >= 400 and errors.append(f"HTTP {r.status} {r.request.method} {r.url}"))
+        provoked: list[str] = []  # the one refusal this test provokes (a silent recording) is no defect
+        page.on("response", lambda r: r.status >= 400
+                and (provoked.append(r.url) if r.status == 400 and "query:spoken" in r.url and expect_refusal
+                     else errors.append(f"HTTP {r.status} {r.request.method} {r.url}")))
+        expect_refusal = False
         page.set_default_timeout(60_000)
 
         # -- Ask by voice, over the selected document (as a typed question would be)
@@ -119,6 +123,32 @@ def test_ask_by_voice_and_play_the_cited_span(mesh, tmp_path_factory):
                                arg=player.element_handle())
         player.evaluate("a => a.pause()")
         page.screenshot(path=out / "document-audio.png", full_page=True)
+
+        # -- failures said in words: the microphone refused, and a recording with no speech in it
+        page.goto(f"{mesh.base_url}/#/ask")
+        page.evaluate("""() => { navigator.mediaDevices.getUserMedia =
+            () => Promise.reject(new DOMException("Permission denied", "NotAllowedError")); }""")
+        mic.click()
+        expect(page.locator('[data-testid="mic-status"]')).to_contain_text("Microphone permission was refused")
+        expect(mic).to_have_attribute("aria-pressed", "false")
+        page.evaluate("""() => { navigator.mediaDevices.getUserMedia = async () => {
+            const audio = new AudioContext();  // a silent track: the recording holds no speech
+            const source = audio.createConstantSource();
+            source.offset.value = 0;
+            const sink = audio.createMediaStreamDestination();
+            source.connect(sink);
+            source.start();
+            return sink.stream; }; }""")
+        expect_refusal = True
+        mic.click()
+        expect(mic).to_have_attribute("aria-pressed", "true")
+        time.sleep(2.0)
+        mic.click()
+        failed = page.locator("article.turn").first
+        expect(failed).to_have_attribute("data-state", "failed", timeout=120_000)
+        expect(failed.get_by_role("alert")).to_contain_text("No speech was heard")
+        expect(failed.get_by_role("alert")).to_contain_text("NO_SPEECH")
+        assert len(provoked) == 1, provoked
         browser.close()
     assert not errors, errors
 
