@@ -23,12 +23,10 @@ import pytest
 from pypdf import PdfWriter
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
+from tests.e2e.browser import ARTIFACTS_ENV, launch
+
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = "/usr/bin/chromium"
-# Without the background-networking flags Chromium keeps dialling Google on this closed network.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 TENANT = "web-e2e"
 FILENAME = "harbour-report.pdf"
 PAGES = [
@@ -47,8 +45,6 @@ OTHER_PAGES = [
 ]
 QUESTION = "When does the lighthouse keeper inspect the lamp?"
 SECOND_QUESTION = "How often is the lens cleaned?"
-# Where the test copies its screenshots and results when set (docs/screenshots for the README).
-ARTIFACTS_ENV = "DOCUTHINKER_WEB_ARTIFACTS"
 
 
 def make_pdf(pages: list[list[str]]) -> bytes:
@@ -73,13 +69,6 @@ def make_pdf(pages: list[list[str]]) -> bytes:
 
 def squash(text: str) -> str:
     return re.sub(r"\s+", "", text)
-
-
-def launch(playwright):
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: run `make setup` as root "
-                    "(tools/system_packages.sh installs Debian's chromium)")
-    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
 def journey(base_url: str, out: pathlib.Path) -> dict:

@@ -9,11 +9,11 @@ import subprocess
 import time
 
 import pytest
-from test_web_app import launch
 
 from gateway import envoy_config
 from gateway.auth import KEY_FILE, AuthSettings, keygen, mint
 from services.launcher.mesh import envoy_binary, free_port, healthy_clusters
+from tests.e2e.browser import launch
 
 pytestmark = pytest.mark.e2e
 

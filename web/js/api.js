@@ -28,6 +28,12 @@ export class ApiError extends Error {
     this.details = details;
   }
 
+  /** The google.rpc.ErrorInfo reason of the details (e.g. "NO_SPEECH"), or "". */
+  reason() {
+    const info = (this.details || []).find((d) => String(d["@type"] || "").endsWith("google.rpc.ErrorInfo"));
+    return info ? info.reason || "" : "";
+  }
+
   /** The google.rpc.BadRequest field violations of the details, as " (field: why; ...)". */
   violations() {
     const list = (this.details || []).flatMap((d) => d.field_violations || d.fieldViolations || [])
@@ -88,6 +94,19 @@ export async function call(path, { method, body, signal } = {}) {
   let response;
   try {
     response = await fetch(path, init);
+  } catch (error) {
+    if (error.name === "AbortError") throw error;
+    throw new ApiError(-1, `the gateway could not be reached (${error.message})`);
+  }
+  if (!response.ok) throw await errorFrom(response);
+  return response.json();
+}
+
+/** POSTs raw bytes (a recording) with their content type and returns the JSON reply. */
+export async function sendBytes(path, blob, { type, signal } = {}) {
+  let response;
+  try {
+    response = await fetch(path, { method: "POST", headers: headers({ "Content-Type": type || blob.type || "application/octet-stream" }), body: blob, signal });
   } catch (error) {
     if (error.name === "AbortError") throw error;
     throw new ApiError(-1, `the gateway could not be reached (${error.message})`);

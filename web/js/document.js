@@ -1,10 +1,42 @@
 // Document view: the original file (PDF pages drawn by pdf.js), the extracted text with a cited
 // span marked, and the NLP analyses, each loaded on demand.
 import { call, fetchBytes } from "./api.js";
-import { clear, el, enumLabel, errorBox, fmtBytes, fmtDate, loadInto, spinner } from "./ui.js";
+import { clear, el, enumLabel, errorBox, fmtBytes, fmtClock, fmtDate, loadInto, spinner } from "./ui.js";
 import { renderPdf } from "./pdf_view.js";
 
 const TEXT_TYPES = new Set(["text", "markdown", "csv", "tsv", "html"]);
+const MEDIA_TYPES = new Set(["audio", "video"]);
+
+/**
+ * A recording's player (<audio>, or <video> for a video) on its original bytes; with a cited span
+ * (t0..t1 seconds) it starts at t0, plays the span and pauses at t1, and "play from m:ss" replays it.
+ */
+function mediaPlayer(url, kind, filename, span) {
+  const player = el(kind, { controls: true, preload: "auto", src: url, "data-testid": "player", "aria-label": `The recording ${filename}` });
+  const box = el("div", { class: "player" }, player);
+  if (!span) return box;
+  let stopAt = span.end;
+  const playSpan = () => {
+    stopAt = span.end;
+    player.currentTime = span.start;
+    player.play().catch(() => {}); // autoplay may be refused until the page is clicked: the position is set anyway
+  };
+  player.addEventListener("seeked", () => {
+    if (!player.dataset.seekedTo) player.dataset.seekedTo = player.currentTime.toFixed(3); // where the span was set
+  });
+  player.addEventListener("timeupdate", () => {
+    if (stopAt && player.currentTime >= stopAt) {
+      stopAt = 0;
+      player.pause();
+    }
+  });
+  player.addEventListener("loadedmetadata", playSpan, { once: true });
+  const button = el("button", { type: "button", class: "secondary small", "data-testid": "play-from" }, `▶ Play from ${fmtClock(span.start)}`);
+  button.addEventListener("click", playSpan);
+  box.append(el("div", { class: "row" }, button,
+    el("span", { class: "muted small" }, `cited span ${fmtClock(span.start)}–${fmtClock(span.end)} (${(span.end - span.start).toFixed(1)} s)`)));
+  return box;
+}
 
 /** Which section a citation points at: same page, sheet and heading path, else the first long enough. */
 export function findSection(sections, { page, sheet, heading, end }) {
@@ -127,6 +159,7 @@ export function render(main, route) {
     page: Number(p.get("page") || 0), sheet: p.get("sheet") || "", heading: p.get("heading") || "",
     start: Number(p.get("start")), end: Number(p.get("end")), marker: p.get("marker") || "",
   } : null;
+  const timeSpan = p.has("t1") ? { start: Number(p.get("t0") || 0), end: Number(p.get("t1")) } : null;
   const urls = [];
   const state = { alive: true };
   const header = el("div", {}, spinner("Loading document"));
@@ -189,6 +222,11 @@ export function render(main, route) {
         const url = URL.createObjectURL(new Blob([data], { type }));
         urls.push(url);
         clear(original, el("img", { src: url, alt: `The uploaded image ${d.filename}`, class: "original-image" }));
+      } else if (MEDIA_TYPES.has(d.file_type) || /^(audio|video)\//.test(type)) {
+        const url = URL.createObjectURL(new Blob([data], { type }));
+        urls.push(url);
+        const kind = d.file_type === "video" || type.startsWith("video/") ? "video" : "audio";
+        clear(original, mediaPlayer(url, kind, d.filename, timeSpan));
       } else if (TEXT_TYPES.has(d.file_type)) {
         clear(original, el("pre", { class: "section-text" }, new TextDecoder().decode(data)));
       } else {

@@ -63,6 +63,12 @@ export function fmtMs(ms) {
   return v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFixed(0)} ms`;
 }
 
+/** Seconds as "m:ss" (a time in a recording). */
+export function fmtClock(seconds) {
+  const v = Math.max(0, Math.floor(Number(seconds || 0)));
+  return `${Math.floor(v / 60)}:${String(v % 60).padStart(2, "0")}`;
+}
+
 export function fmtUsd(v) {
   return `$${Number(v || 0).toFixed(4)}`;
 }
