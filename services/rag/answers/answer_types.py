@@ -32,6 +32,9 @@ class AnswerType(StrEnum):
 TYPED = frozenset({AnswerType.NUMBER, AnswerType.MONEY, AnswerType.PERCENT, AnswerType.DATE, AnswerType.PHONE,
                    AnswerType.CODE, AnswerType.PERSON, AnswerType.ORGANISATION, AnswerType.PLACE})
 """Types whose answer must be a span of that shape (the others are phrases, sentences or lists)."""
+NAMED = frozenset({AnswerType.PERSON, AnswerType.ORGANISATION, AnswerType.PLACE})
+"""Typed by named-entity recognition, which misses lowercase and descriptive names: a sentence without
+such an entity may still answer (the reader then treats it as untyped)."""
 
 _I = re.I
 _RULES: list[tuple[re.Pattern[str], AnswerType]] = [

@@ -170,7 +170,8 @@ class ExtractiveAnswerer:
         if reading is None or not reading.supported:
             return False
         # A span of the asked-for type whose evidence holds every key term needs no learned vote.
-        typed_and_covered = reading.kind in TYPED and reading.coverage >= 0.75 and reading.unseen_terms == 0
+        typed_and_covered = (reading.kind in TYPED and not reading.soft and reading.coverage >= 0.75
+                             and reading.unseen_terms == 0)
         return reading.from_table or typed_and_covered or answerability >= self.config.read_threshold
 
     def answer_read(self, question: str, asked: str, retrieved: Sequence[RetrievedChunk], *,

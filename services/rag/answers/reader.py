@@ -15,7 +15,10 @@ sentences, the reader:
 
 Headings, captions and fragments ending in ":" are never answers on their own. A typed
 question without a span of its type in the evidence is not answered (the fax number of a
-document without one is INSUFFICIENT, never a nearby sentence).
+document without one is INSUFFICIENT, never a nearby sentence). Who/where questions are softer:
+named-entity recognition misses lowercase names ("the harbour office", "the blue crane"), so a
+sentence that covers the question without an entity of the type is read as an untyped answer,
+below any sentence that has one, and needs the learned answerability vote.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from services.rag.answers import lexical
-from services.rag.answers.answer_types import TYPE_WORDS, TYPED, AnswerType, classify
+from services.rag.answers.answer_types import NAMED, TYPE_WORDS, TYPED, AnswerType, classify
 from services.rag.answers.sentences import Span, split_sentences
 from services.rag.answers.spans import noun_terms, short_answer
 from services.rag.answers.tables import CellAnswer, Table, lookup, tables_in
@@ -61,6 +64,8 @@ class Reading:
     names_covered: bool = True
     typed: bool = True
     """The short answer has the asked-for shape (always true for untyped questions)."""
+    soft: bool = False
+    """A who/where question read as an untyped one: no entity of the asked-for type in its sentence."""
     from_table: bool = False
     unseen_terms: int = 0
     """Key terms of the question found in none of the retrieved passages (nor their sources)."""
@@ -264,19 +269,24 @@ class Reader:
                                if lexical.content_terms(m.group(0)) & terms]
                     t = min(typed, key=lambda t: min((abs(a - t.start) for a in anchors), default=0))
                     short = TypedSpan(span.start + t.start, span.start + t.end, t.text, kind)
-                elif position < READ_SENTENCES:
-                    continue  # no span of the asked-for type here
-            if short is None and (kind in TYPED or acronyms):
+                elif kind not in NAMED and position < READ_SENTENCES:
+                    continue  # no span of the asked-for shape here
+            if short is None and ((kind in TYPED and kind not in NAMED) or acronyms):
                 continue
+            # A who/where question whose sentence holds no entity of that type is read as an
+            # untyped one (NER misses lowercase names: "the harbour office paid"), ranked below
+            # sentences that do hold one, and left to the learned vote.
+            soft = kind in NAMED and short is None
             if short is None:
                 found = short_answer(question, span.text)
                 short_text = found.text if found else span.text
                 start, end = (span.start + found.start, span.start + found.end) if found else (-1, -1)
             else:
                 short_text, start, end = short.text, short.start, short.end
-            reading = Reading(kind, hit, span, short_text, start, end, coverage=cover, names_covered=names)
+            reading = Reading(kind, hit, span, short_text, start, end, coverage=cover, names_covered=names,
+                              soft=soft)
             own, _ = coverage(question, kind, span.text, "", span.text)
-            score = prior + 1.5 * cover + own + (1.0 if names else 0.0)
+            score = prior + 1.5 * cover + own + (1.0 if names else 0.0) - (1.0 if soft else 0.0)
             if best is None or score > best[0]:
                 best = (score, reading)
         if best is None:
