@@ -57,7 +57,7 @@ test-e2e: setup
 
 ## mcp: the MCP server over stdio (for MCP hosts)
 mcp: setup
-	@$(PY) -m services.orchestrator.mcp_server
+	@$(PY) -m services.orchestrator.mcp.server
 
 ## bench: every benchmark (hours on 2 cores): bench/results/<date>-<host>.{json,md,png}; bench-quick: reduced sizes
 bench: setup

@@ -73,7 +73,7 @@ class DocumentCorpus(BenchCorpus):
         return added
 
     def answer_service(self):
-        from services.rag.answer_settings import AnswerSettings
+        from services.rag.answers.settings import AnswerSettings
         from services.rag.answers.answering import AnswerService
         from services.rag.answers.extractive import ExtractiveAnswerer, ExtractiveConfig
         from services.rag.retrieval import HybridRetriever

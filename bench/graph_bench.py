@@ -137,7 +137,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 finally:
                     await store.close()
             elif backend == "arcadedb":
-                from services.graph.arcadedb_local import LocalArcadeDb
+                from tests.graph.arcadedb_local import LocalArcadeDb
                 from services.graph.neo4j_store import Neo4jGraphStore
 
                 with LocalArcadeDb(root / "arcadedb") as server:

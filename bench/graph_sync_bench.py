@@ -1,6 +1,6 @@
 """What the knowledge-graph sync costs per document: NLP (topics, then entities) and the graph upsert.
 
-The RAG service's own feed (``services.rag.graph_feed.mesh_feed``: the real adapters, gRPC
+The RAG service's own feed (``services.rag.graph_sync.feed.mesh_feed``: the real adapters, gRPC
 channels with tenant propagation) talks to the real NLP service and the real graph service
 (embedded LadybugDB, a temporary directory), both served in this process on free ports. Each
 fixture document is parsed with the production parsers, as the worker reads it back from the
@@ -32,8 +32,8 @@ from services.graph.service import binding as graph_binding
 from services.graph.settings import GraphSettings
 from services.nlp.service import binding as nlp_binding
 from services.rag.documents import DocumentRecord, DocumentStatus, Section
-from services.rag.graph_feed import document_text, mesh_feed
-from services.rag.graph_settings import GraphSyncSettings
+from services.rag.graph_sync.feed import document_text, mesh_feed
+from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.ingest.formats import validate_upload
 from services.rag.ingest.parsers import ParseLimits, parse
 from services.runtime import MeshSettings, create_server

@@ -160,7 +160,7 @@ def quality_sample(corpus, queries, qrels, plan: SeedPlan, seed: int = 13):
 
 
 def quality(corpus: dict[str, str], queries: dict[str, str], qrels) -> dict:
-    from services.rag.answer_settings import AnswerSettings
+    from services.rag.answers.settings import AnswerSettings
     from services.rag.retrieval import HybridRetriever
 
     encoder = DiskCachedEncoder("scifact")

@@ -173,7 +173,7 @@ def goals(measurements: dict) -> dict:
 async def run_async(plan: ServingPlan) -> dict:
     from services.launcher.mesh import Mesh
     from services.models.embedder import get_embedder
-    from services.rag.answer_setup import build_answering
+    from services.rag.answers.setup import build_answering
 
     started = time.perf_counter()
     queries = load_queries(plan.queries)

@@ -15,7 +15,7 @@ from typing import Any
 from services.orchestrator.costs import intent_scope
 from services.orchestrator.dlq import DeadLetterQueue
 from services.orchestrator.downstream import is_transient
-from services.orchestrator.handlers import Operations
+from services.orchestrator.operations import Operations
 from services.orchestrator.plans import BATCH_OPERATIONS
 from services.runtime.errors import FieldViolation, InvalidArgument, ResourceExhausted
 

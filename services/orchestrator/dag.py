@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.orchestrator.handlers import Outcome
+from services.orchestrator.operations import Outcome
 from services.runtime.errors import FailedPrecondition, InvalidArgument
 
 Runner = Callable[[str, Mapping[str, Any]], Awaitable[Outcome]]

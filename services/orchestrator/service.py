@@ -24,12 +24,12 @@ from services.orchestrator.costs import CostTracker
 from services.orchestrator.database import Database
 from services.orchestrator.dlq import DeadLetterQueue
 from services.orchestrator.downstream import MeshClient, provider_circuit, service_circuit
-from services.orchestrator.handlers import Operations
+from services.orchestrator.operations import Operations
 from services.orchestrator.health import DOWNSTREAM, HealthProbe
 from services.orchestrator.insights import InsightStore
 from services.orchestrator.intents import Encoder, IntentClassifier
 from services.orchestrator.llm import LanguageModels
-from services.orchestrator.mcp_client import McpHub
+from services.orchestrator.mcp.client import McpHub
 from services.orchestrator.observability import register_metrics
 from services.orchestrator.servicer import Components, OrchestratorServicer
 from services.orchestrator.settings import OrchestratorSettings

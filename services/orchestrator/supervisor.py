@@ -18,7 +18,7 @@ from services.orchestrator.costs import CostTracker, intent_scope, track_spend
 from services.orchestrator.dag import Task, TaskResult, TaskState, aggregate, execute, validate
 from services.orchestrator.dlq import DeadLetterQueue
 from services.orchestrator.downstream import is_transient
-from services.orchestrator.handlers import Operations
+from services.orchestrator.operations import Operations
 from services.orchestrator.intents import INTENTS, Classification, IntentClassifier, llm_classification_prompt
 from services.orchestrator.llm import LanguageModels
 from services.orchestrator.tokens import TokenBudget, estimate_tokens

@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 
 from services.nlp import analytics
-from services.orchestrator.handlers import Operations
+from services.orchestrator.operations import Operations
 from services.providers.base import ToolSpec
 from services.runtime.errors import FieldViolation, InvalidArgument, NotFound
 

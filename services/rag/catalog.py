@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.rag.documents import DocumentRecord, DocumentStatus, DocumentText
-from services.rag.graph_sync import DisabledGraphSync, GraphSync
+from services.rag.graph_sync.port import DisabledGraphSync, GraphSync
 from services.rag.locks import KeyedLocks
 from services.rag.store import BlobStore, ChunkIndex
 from services.runtime.errors import FailedPrecondition, FieldViolation, InvalidArgument, NotFound

@@ -12,7 +12,7 @@ import pathlib
 from dataclasses import dataclass
 
 from services.rag.catalog import DocumentCatalog
-from services.rag.graph_sync import DisabledGraphSync, GraphSync
+from services.rag.graph_sync.port import DisabledGraphSync, GraphSync
 from services.rag.ingest.chunking import ChunkerConfig
 from services.rag.ingest.embedding import TextEmbedder
 from services.rag.ingest.ocr import OcrConfig, reader_from

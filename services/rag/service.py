@@ -11,11 +11,11 @@ import asyncio
 
 from docuthinker.rag.v1 import rag_service_pb2, rag_service_pb2_grpc
 from services.rag.analysis.setup import build_analysis
-from services.rag.answer_setup import build_answering, graph_related
-from services.rag.graph_feed import GraphFeed, mesh_feed
-from services.rag.graph_link import GraphLink
-from services.rag.graph_settings import GraphSyncSettings
-from services.rag.graph_sync import GraphSync
+from services.rag.answers.setup import build_answering, graph_related
+from services.rag.graph_sync.feed import GraphFeed, mesh_feed
+from services.rag.graph_sync.link import GraphLink
+from services.rag.graph_sync.settings import GraphSyncSettings
+from services.rag.graph_sync.port import GraphSync
 from services.rag.ingest.embedding import TextEmbedder
 from services.rag.runtime import RagRuntime, metadata_path
 from services.rag.servicer import RagServicer

@@ -13,7 +13,7 @@ from docuthinker.rag.v1 import rag_service_pb2_grpc as pb_grpc
 from google.api import httpbody_pb2
 from services.rag import messages
 from services.rag.analysis.rpcs import AnalysisRpcs
-from services.rag.answer_rpcs import AnswerRpcs
+from services.rag.answers.rpcs import AnswerRpcs
 from services.rag.catalog import DocumentCatalog
 from services.rag.spoken_rpcs import SpokenRpcs
 from services.rag.documents import IngestOutcome

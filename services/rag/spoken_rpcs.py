@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from docuthinker.rag.v1 import rag_service_pb2 as pb
-from services.rag import answer_messages as msg
+from services.rag.answers import messages as msg
 from services.rag.spoken import SpokenQuestions
 from services.runtime.errors import Unavailable
 from services.runtime.request_context import current_tenant

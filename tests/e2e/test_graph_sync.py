@@ -15,7 +15,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from services.rag.graph_settings import DEFAULT_ENTITY_LABELS
+from services.rag.graph_sync.settings import DEFAULT_ENTITY_LABELS
 
 pytestmark = pytest.mark.e2e
 

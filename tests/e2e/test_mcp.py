@@ -10,7 +10,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from services.launcher.mesh import ROOT
-from services.orchestrator.mcp_server import AI_ML_TOOLS, ORCHESTRATOR_TOOLS, VOICE_TOOLS
+from services.orchestrator.mcp.server import AI_ML_TOOLS, ORCHESTRATOR_TOOLS, VOICE_TOOLS
 
 pytestmark = pytest.mark.e2e
 
@@ -29,7 +29,7 @@ def result(reply) -> dict:
 async def test_mcp_client_lists_all_21_tools_and_calls_them_end_to_end(mesh):
     env = {k: v for k, v in mesh.env.items() if k.startswith(("DOCUTHINKER_", "HF_", "TRANSFORMERS_"))}
     env["DOCUTHINKER_MCP_TENANT"] = "mcp-e2e"  # its documents and graph stay out of other suites' way
-    params = StdioServerParameters(command=sys.executable, args=["-m", "services.orchestrator.mcp_server"],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "services.orchestrator.mcp.server"],
                                    env=env, cwd=str(ROOT))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

@@ -200,7 +200,7 @@ async def test_the_mcp_voice_question_tool(mesh, briefing_doc, tmp_path) -> None
     env["DOCUTHINKER_MCP_TENANT"] = TENANT["x-tenant-id"]
     if os.environ.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    params = StdioServerParameters(command=sys.executable, args=["-m", "services.orchestrator.mcp_server"],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "services.orchestrator.mcp.server"],
                                    env=env, cwd=str(ROOT))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

@@ -31,7 +31,7 @@ BACKENDS = ["ladybug", "arcadedb", "arcadedb-shared"] + (["neo4j"] if os.environ
 
 @pytest.fixture(scope="session")
 def arcadedb(tmp_path_factory):
-    from services.graph.arcadedb_local import LocalArcadeDb
+    from tests.graph.arcadedb_local import LocalArcadeDb
 
     with LocalArcadeDb(tmp_path_factory.mktemp("arcadedb")) as server:
         yield server

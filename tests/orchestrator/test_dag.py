@@ -7,7 +7,7 @@ import pytest
 
 from services.orchestrator.dag import Task, TaskState, aggregate, execute, validate
 from services.orchestrator.downstream import is_transient
-from services.orchestrator.handlers import Outcome
+from services.orchestrator.operations import Outcome
 from services.orchestrator.plans import SupervisorRequest, decompose
 from services.runtime.errors import FailedPrecondition, InvalidArgument, Unavailable
 

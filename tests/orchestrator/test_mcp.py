@@ -12,8 +12,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as pb
-from services.orchestrator.mcp_client import McpHub, McpToolError, tool_name
-from services.orchestrator.mcp_server import AI_ML_TOOLS, ORCHESTRATOR_TOOLS, VOICE_TOOLS
+from services.orchestrator.mcp.client import McpHub, McpToolError, tool_name
+from services.orchestrator.mcp.server import AI_ML_TOOLS, ORCHESTRATOR_TOOLS, VOICE_TOOLS
 from services.orchestrator.settings import McpServerConfig, parse_mcp_servers
 from services.orchestrator.tools import ToolRegistry
 from services.runtime.errors import InvalidArgument
@@ -63,7 +63,7 @@ async def test_our_server_lists_21_tools_and_calls_the_mesh(make_orchestrator, f
         "DOCUTHINKER_ORCHESTRATOR_PORT": str(orchestrator.running.port),
         "PYTHONPATH": os.pathsep.join(sys.path),
     }
-    params = StdioServerParameters(command=sys.executable, args=["-m", "services.orchestrator.mcp_server"], env=env)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "services.orchestrator.mcp.server"], env=env)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = (await session.list_tools()).tools

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from services.rag.answer_settings import AnswerSettings
+from services.rag.answers.settings import AnswerSettings
 from services.rag.retrieval import FusionMethod, Normalisation
 from services.rag.retrieval.config import DEFAULT_FUSION
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from services.rag.documents import DocumentRecord, DocumentStatus, GraphSyncState, Section
-from services.rag.graph_outbox import GraphOutbox
+from services.rag.graph_sync.outbox import GraphOutbox
 from services.rag.store import MetadataStore
 
 

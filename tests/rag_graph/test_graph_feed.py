@@ -6,8 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from services.rag.documents import Section
-from services.rag.graph_feed import DocumentFacts, document_text, graph_entities, graph_topics, tenant_context
-from services.rag.graph_settings import GraphSyncSettings
+from services.rag.graph_sync.feed import DocumentFacts, document_text, graph_entities, graph_topics, tenant_context
+from services.rag.graph_sync.settings import GraphSyncSettings
 from services.runtime import current_tenant
 from services.runtime.request_context import current
 

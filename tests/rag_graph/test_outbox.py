@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from services.rag.documents import GraphSyncState
-from services.rag.graph_outbox import Operation
+from services.rag.graph_sync.outbox import Operation
 
 
 def test_pending_entries_survive_a_restart(stores) -> None:

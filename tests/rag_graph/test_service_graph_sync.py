@@ -15,8 +15,8 @@ from google.api import httpbody_pb2
 from docuthinker.rag.v1 import documents_pb2
 from docuthinker.rag.v1 import rag_service_pb2 as pb
 from docuthinker.rag.v1 import rag_service_pb2_grpc as pb_grpc
-from services.rag.graph_feed import mesh_feed
-from services.rag.graph_settings import GraphSyncSettings
+from services.rag.graph_sync.feed import mesh_feed
+from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.service import RagService
 from services.rag.settings import RagSettings
 from services.runtime import MeshSettings, create_server

@@ -8,10 +8,10 @@ import time
 import pytest
 
 from services.rag.documents import DocumentStatus, GraphSyncState
-from services.rag.graph_feed import GraphFeed
-from services.rag.graph_outbox import Operation
-from services.rag.graph_settings import GraphSyncSettings
-from services.rag.graph_worker import GraphSyncWorker, RetryPolicy
+from services.rag.graph_sync.feed import GraphFeed
+from services.rag.graph_sync.outbox import Operation
+from services.rag.graph_sync.settings import GraphSyncSettings
+from services.rag.graph_sync.worker import GraphSyncWorker, RetryPolicy
 from services.rag.locks import KeyedLocks
 from services.runtime.errors import DeadlineExceeded
 
@@ -172,7 +172,7 @@ async def _until(condition, timeout: float = 10.0) -> None:
 
 
 async def test_a_running_worker_picks_up_documents_whose_enqueue_was_lost(stores, monkeypatch) -> None:
-    monkeypatch.setattr("services.rag.graph_worker.RECONCILE_EVERY_S", 0.2)
+    monkeypatch.setattr("services.rag.graph_sync.worker.RECONCILE_EVERY_S", 0.2)
     harness = Harness(stores)
     await harness.worker.start()
     try:

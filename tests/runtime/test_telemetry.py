@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY
 
 from docuthinker.nlp.v1 import nlp_service_pb2 as pb
 from docuthinker.nlp.v1 import nlp_service_pb2_grpc as pb_grpc
-from services.rag.graph_outbox import GraphOutbox
+from services.rag.graph_sync.outbox import GraphOutbox
 from services.runtime import MeshSettings, ServiceBinding, create_server, open_channel, tracing
 from services.runtime.errors import InvalidArgument
 from services.runtime.logs import JsonFormatter

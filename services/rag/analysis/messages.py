@@ -6,7 +6,7 @@ from docuthinker.rag.v1 import answers_pb2
 from docuthinker.rag.v1 import rag_service_pb2 as pb
 from services.providers.base import Usage
 from services.rag.analysis.model import AnalysisRequest, AnalysisResult, Step
-from services.rag.answer_messages import citation_pb
+from services.rag.answers.messages import citation_pb
 from services.rag.crew import CrewResult
 
 

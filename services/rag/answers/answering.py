@@ -20,7 +20,7 @@ from services.providers.errors import NoProviderAvailable
 from services.rag.answers.evidence import EvidenceRanker, pool_size
 from services.rag.answers.extractive import ExtractiveAnswerer
 from services.rag.answers.generative import GenerativeAnswerer
-from services.rag.agents.planner import split_question
+from services.rag.questions import split_question
 from services.rag.answers.injection import assess_question
 from services.rag.answers.model import Citation, GroundedAnswer
 from services.rag.retrieval import FusionMethod, HybridRetriever, RetrievedChunk

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from services.rag.documents import DocumentRecord, DocumentText, IngestEvent, IngestOutcome
-from services.rag.graph_feed import document_text
+from services.rag.graph_sync.feed import document_text
 from services.runtime.errors import FieldViolation, InvalidArgument
 
 

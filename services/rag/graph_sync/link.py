@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable, Sequence
 
 from services.rag.documents import DocumentRecord, GraphSyncState, Section
-from services.rag.graph_feed import GraphFeed
-from services.rag.graph_outbox import GraphOutbox
-from services.rag.graph_settings import GraphSyncSettings
-from services.rag.graph_worker import DocumentSource, GraphSyncWorker
+from services.rag.graph_sync.feed import GraphFeed
+from services.rag.graph_sync.outbox import GraphOutbox
+from services.rag.graph_sync.settings import GraphSyncSettings
+from services.rag.graph_sync.worker import DocumentSource, GraphSyncWorker
 from services.rag.locks import KeyedLocks
 from services.runtime.domain_metrics import register_state
 

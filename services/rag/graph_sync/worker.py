@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from services.rag.documents import DocumentRecord, DocumentStatus, GraphSyncState, Section
-from services.rag.graph_feed import DocumentFacts, GraphFeed
-from services.rag.graph_outbox import GraphOutbox, Operation, OutboxEntry
-from services.rag.graph_settings import GraphSyncSettings
+from services.rag.graph_sync.feed import DocumentFacts, GraphFeed
+from services.rag.graph_sync.outbox import GraphOutbox, Operation, OutboxEntry
+from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.locks import KeyedLocks
 from services.runtime import domain_metrics, tracing
 from services.runtime.errors import DeadlineExceeded, DomainError, Unavailable

@@ -1,0 +1,1 @@
+"""The Model Context Protocol: the orchestrator's MCP server, its mesh tools and the MCP client."""
