@@ -2,8 +2,9 @@
 
 Routes are derived from the descriptor set (``make proto`` writes gateway/docuthinker.pb), so
 a new RPC needs no hand-written route: streams get an unbounded timeout, unary calls a
-bounded one, and only idempotent unary calls (HTTP GET, or pure computations listed in
-IDEMPOTENT_POST) are retried by Envoy. With ``DOCUTHINKER_AUTH_JWKS_FILE`` set, bearer tokens
+bounded one, and only the unary calls whose contract declares ``idempotency_level =
+NO_SIDE_EFFECTS`` are retried by Envoy (``services.runtime.contracts``, the rule the mesh
+channels follow too). With ``DOCUTHINKER_AUTH_JWKS_FILE`` set, bearer tokens
 are verified first and the tenant is taken from them (``gateway/auth.py``).
 
     python -m gateway.envoy_config --out gateway/envoy.yaml   # render with the current env
@@ -24,24 +25,13 @@ from gateway import edge_policy, http_apps, static_site
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
 from services.runtime.config import SERVICE_NAMES, MeshSettings
+from services.runtime.contracts import RpcMethod, methods_of
 
 GATEWAY_DIR = pathlib.Path(__file__).resolve().parent
 DESCRIPTOR_SET = GATEWAY_DIR / "docuthinker.pb"
 UNARY_TIMEOUT_S = 120
 TRANSCODER = "envoy.filters.http.grpc_json_transcoder"
 HEADER_MUTATION = "envoy.filters.http.header_mutation"
-# Read-only or pure POST calls that are safe to retry.
-IDEMPOTENT_POST = frozenset(
-    {
-        "Search",
-        "QueryGraph",
-        "ComputeAnalytics",
-        "ExtractEntities",
-        "AnalyzeSentiment",
-        "ExtractTopics",
-        "CheckTokens",
-    }
-)
 
 # Calls answering with a user's uploaded bytes (HTML, SVG ...) on the web app's origin: a browser
 # opening one directly gets them sandboxed (no scripts, no access to the app's stored token).
@@ -59,6 +49,7 @@ class Method:
     server_streaming: bool
     client_streaming: bool
     http_get: bool
+    contract: RpcMethod
 
     @property
     def grpc_path(self) -> str:
@@ -70,24 +61,20 @@ class Method:
 
     @property
     def idempotent(self) -> bool:
-        return not self.streaming and (self.http_get or self.name in IDEMPOTENT_POST)
+        return not self.streaming and self.contract.retry_safe
 
 
 def load_methods(descriptor_set: pathlib.Path = DESCRIPTOR_SET) -> dict[str, list[Method]]:
     """Methods of each mesh service, keyed by short service name (rag, nlp, ...)."""
     fds = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set.read_bytes())
     methods: dict[str, list[Method]] = {}
-    for file in fds.file:
-        if not file.package.startswith("docuthinker."):
-            continue
-        short = file.package.split(".")[1]
-        for service in file.service:
-            full = f"{file.package}.{service.name}"
-            for m in service.method:
-                rule = m.options.Extensions[annotations_pb2.http]
-                methods.setdefault(short, []).append(
-                    Method(full, m.name, m.server_streaming, m.client_streaming, bool(rule.get))
-                )
+    for contract in methods_of(fds.file):
+        short = contract.service.split(".")[1]
+        rule = contract.options.Extensions[annotations_pb2.http]
+        methods.setdefault(short, []).append(
+            Method(contract.service, contract.name, contract.server_streaming, contract.client_streaming,
+                   bool(rule.get), contract)
+        )
     return methods
 
 

@@ -1,37 +1,42 @@
 """Client channels to other services of the mesh.
 
-Retries live in this one layer: the channel's service config retries UNAVAILABLE on
-idempotent calls a bounded number of times with backoff; callers never loop on top of it.
+Retries live in this one layer: the channel's service config retries UNAVAILABLE a bounded
+number of times with backoff, on the methods whose contract declares them free of side effects
+(``contracts``); callers never loop on top of it.
 Each call carries the caller's remaining deadline (see ``interceptors``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import grpc
 
 from services.runtime.config import MeshSettings
+from services.runtime.contracts import RpcMethod, mesh_methods
 from services.runtime.interceptors import client_interceptors
 
-_RETRY_SERVICE_CONFIG = {
-    "methodConfig": [
-        {
-            "name": [{}],
-            "retryPolicy": {
-                "maxAttempts": 3,
-                "initialBackoff": "0.1s",
-                "maxBackoff": "1s",
-                "backoffMultiplier": 2,
-                "retryableStatusCodes": ["UNAVAILABLE"],
-            },
-        }
-    ]
+_RETRY_POLICY = {
+    "maxAttempts": 3,
+    "initialBackoff": "0.1s",
+    "maxBackoff": "1s",
+    "backoffMultiplier": 2,
+    "retryableStatusCodes": ["UNAVAILABLE"],
 }
 
 
-def open_channel(target: str, settings: MeshSettings, *, retries: bool = True) -> grpc.aio.Channel:
-    options = [
+def retry_service_config(methods: Sequence[RpcMethod]) -> dict:
+    """The service config retrying exactly the retry-safe ``methods`` (no wildcard entry)."""
+    names = [{"service": m.service, "method": m.name} for m in methods if m.retry_safe]
+    return {"methodConfig": [{"name": names, "retryPolicy": _RETRY_POLICY}]}
+
+
+_RETRY_SERVICE_CONFIG = retry_service_config(mesh_methods())
+
+
+def channel_options(settings: MeshSettings, *, retries: bool = True) -> list[tuple[str, object]]:
+    options: list[tuple[str, object]] = [
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
         ("grpc.enable_retries", 1 if retries else 0),
@@ -42,8 +47,12 @@ def open_channel(target: str, settings: MeshSettings, *, retries: bool = True) -
     ]
     if retries:
         options.append(("grpc.service_config", json.dumps(_RETRY_SERVICE_CONFIG)))
+    return options
+
+
+def open_channel(target: str, settings: MeshSettings, *, retries: bool = True) -> grpc.aio.Channel:
     return grpc.aio.insecure_channel(
-        target, options=options, interceptors=client_interceptors(settings.downstream_timeout_s, settings.metrics_enabled)
+        target, options=channel_options(settings, retries=retries), interceptors=client_interceptors(settings.downstream_timeout_s, settings.metrics_enabled)
     )
 
 

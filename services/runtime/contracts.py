@@ -1,0 +1,63 @@
+"""What the contracts say about retrying an RPC: its ``idempotency_level`` option.
+
+Both retry layers (the mesh channels' service config and Envoy's routes) read it from the
+descriptors, so a new RPC is retried only once its proto declares it safe. Only
+``NO_SIDE_EFFECTS`` calls are repeated transparently: an ``IDEMPOTENT`` one (a delete) may
+already have taken effect, and its repeat then reports differently (NOT_FOUND) from the
+attempt that succeeded. A client stream is never repeated: its messages are consumed once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from google.protobuf import descriptor_pb2
+
+from docuthinker.graph.v1 import graph_service_pb2
+from docuthinker.nlp.v1 import nlp_service_pb2
+from docuthinker.orchestrator.v1 import orchestrator_service_pb2
+from docuthinker.rag.v1 import rag_service_pb2
+
+NO_SIDE_EFFECTS = descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS
+_MESH_MODULES = (graph_service_pb2, nlp_service_pb2, orchestrator_service_pb2, rag_service_pb2)
+
+
+@dataclass(frozen=True)
+class RpcMethod:
+    service: str
+    """Fully qualified, e.g. docuthinker.rag.v1.RagService."""
+    name: str
+    client_streaming: bool
+    server_streaming: bool
+    options: descriptor_pb2.MethodOptions
+
+    @property
+    def grpc_path(self) -> str:
+        return f"/{self.service}/{self.name}"
+
+    @property
+    def retry_safe(self) -> bool:
+        """Whether a transparent retry may send this call again."""
+        return self.options.idempotency_level == NO_SIDE_EFFECTS and not self.client_streaming
+
+
+def methods_of(files: Iterable[descriptor_pb2.FileDescriptorProto]) -> list[RpcMethod]:
+    """The methods of the mesh's own services (``docuthinker.*`` packages) in ``files``."""
+    return [
+        RpcMethod(f"{file.package}.{service.name}", m.name, m.client_streaming, m.server_streaming, m.options)
+        for file in files
+        if file.package.startswith("docuthinker.")
+        for service in file.service
+        for m in service.method
+    ]
+
+
+def mesh_methods() -> list[RpcMethod]:
+    """The methods of the generated contracts this process was built with."""
+    files = []
+    for module in _MESH_MODULES:
+        proto = descriptor_pb2.FileDescriptorProto()
+        module.DESCRIPTOR.CopyToProto(proto)
+        files.append(proto)
+    return methods_of(files)
