@@ -36,7 +36,7 @@ from services.rag.graph_sync.feed import document_text, mesh_feed
 from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.ingest.formats import validate_upload
 from services.rag.ingest.parsers import ParseLimits, parse
-from services.runtime import MeshSettings, create_server
+from services.runtime import ChannelPool, MeshSettings, create_server
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "docs"
@@ -65,7 +65,8 @@ async def run(paths: list[pathlib.Path], repeat: int) -> dict:
         graph = await create_server(graph_binding(base, GraphSettings()), base, port=0)
         mesh = MeshSettings(data_dir=pathlib.Path(tmp), nlp_port=nlp.port, graph_port=graph.port)
         settings = GraphSyncSettings()
-        feed = mesh_feed(mesh, settings)
+        channels = ChannelPool(mesh)
+        feed = mesh_feed(channels, settings)
         load_before = os.getloadavg()[0]
         try:
             started = time.perf_counter()
@@ -96,6 +97,7 @@ async def run(paths: list[pathlib.Path], repeat: int) -> dict:
                 print(json.dumps(rows[-1]), flush=True)
         finally:
             await feed.close()
+            await channels.close()
             await nlp.stop(0)
             await graph.stop(0)
     return {

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 import aiohttp
 import grpc
 
-from docuthinker.rag.v1 import rag_service_pb2 as pb
-from docuthinker.rag.v1 import rag_service_pb2_grpc
 from services.rag.answers.answering import AnswerService
+from services.rag.client import RagClient
 
 WAYS = ("inprocess", "grpc", "rest")
 OPERATIONS = ("search", "query")
@@ -62,19 +61,20 @@ class GrpcClient:
     target: str
 
     def __post_init__(self) -> None:
+        # A bare channel (no mesh interceptors or retries): what a plain gRPC client of the service pays.
         self._channel = grpc.aio.insecure_channel(self.target)
-        self._stub = rag_service_pb2_grpc.RagServiceStub(self._channel)
+        self._rag = RagClient(self._channel)
 
     def factory(self, operation: str, tenant: str):
         metadata = (("x-tenant-id", tenant),)
 
         async def search(text: str) -> Ids:
-            reply = await self._stub.Search(pb.SearchRequest(query=text), metadata=metadata, timeout=TIMEOUT_S)
-            return _checked([r.chunk_id for r in reply.results], "search")
+            found = await self._rag.search(text, metadata=metadata, timeout=TIMEOUT_S)
+            return _checked([r["chunk_id"] for r in found.get("results", ())], "search")
 
         async def query(text: str) -> Ids:
-            reply = await self._stub.Query(pb.QueryRequest(question=text), metadata=metadata, timeout=TIMEOUT_S)
-            return _checked([c.chunk_id for c in reply.answer.retrieved_chunks], "query")
+            answer = await self._rag.answer(text, metadata=metadata, timeout=TIMEOUT_S)
+            return _checked([c.chunk_id for c in answer.retrieved_chunks], "query")
 
         return search if operation == "search" else query
 

@@ -1,10 +1,10 @@
-"""A small async client of the graph service, for the other services (ingestion, retrieval).
+"""The typed async client of the graph service, for the other services (ingestion, retrieval, tools).
 
-Open the channel with ``services.runtime.service_channel("graph", settings)``: it carries tenant,
-request id and deadline, and retries UNAVAILABLE (the one retry layer). Failures come out as
-domain errors: ``Unavailable`` when the graph service (or its backend) is down, so a caller can
-record the sync and replay it later; the service's own status (INVALID_ARGUMENT, NOT_FOUND, ...)
-otherwise, with its reason.
+Give it the caller's ``ChannelPool`` (or one channel): calls carry tenant, request id and
+deadline, and the read-only ones are retried on UNAVAILABLE (the one retry layer). Failures
+raise ``errors.remote_error``'s domain error with the service's status intact: code
+UNAVAILABLE when the graph service (or its backend) is down, so a caller can record the sync
+and replay it later; the service's own status (INVALID_ARGUMENT, NOT_FOUND, ...) otherwise.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-import grpc
-from grpc_status import rpc_status
-from google.rpc import error_details_pb2
+from typing import Any, Protocol
+
+from google.protobuf import json_format
 
 from docuthinker.graph.v1 import graph_service_pb2 as pb
 from docuthinker.graph.v1 import graph_service_pb2_grpc as pb_grpc
 from services.graph.store import DeleteResult, EntityMention, EntityView, GraphStats, RelatedDocument
 from services.graph.upsert_batching import UpsertSummary
-from services.runtime.errors import DeadlineExceeded, DomainError, FieldViolation, Unavailable
+from services.runtime.clients import ServiceClient
 
 
 @dataclass(frozen=True)
@@ -45,29 +45,31 @@ def _messages(documents: Iterable[DocumentUpsert]) -> Iterator[pb.UpsertDocument
             yield pb.UpsertDocumentFactsRequest(entity=pb.EntityFact(name=name, type=entity_type, count=int(count)))
 
 
-def _domain_error(exc: grpc.aio.AioRpcError) -> DomainError:
-    reason, metadata, violations = exc.code().name, {}, []
-    status = rpc_status.from_call(exc)
-    for detail in status.details if status is not None else ():
-        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            detail.Unpack(info)
-            reason, metadata = info.reason or reason, dict(info.metadata)
-        elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-            bad = error_details_pb2.BadRequest()
-            detail.Unpack(bad)
-            violations = [FieldViolation(v.field, v.description) for v in bad.field_violations]
-    message = f"graph: {exc.details() or exc.code().name}"
-    if exc.code() == grpc.StatusCode.UNAVAILABLE:
-        return Unavailable(message, reason=reason, metadata=metadata)
-    if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return DeadlineExceeded(message, reason=reason, metadata=metadata)
-    return DomainError(message, reason, metadata, tuple(violations), exc.code())
+@dataclass(frozen=True)
+class QueryResult:
+    columns: tuple[str, ...]
+    rows: tuple[dict[str, Any], ...]
+    truncated: bool
 
 
-class GraphClient:
-    def __init__(self, channel: grpc.aio.Channel) -> None:
-        self._stub = pb_grpc.GraphServiceStub(channel)
+class GraphApi(Protocol):
+    async def upsert_documents(self, documents: Iterable[DocumentUpsert],
+                               timeout: float | None = None) -> UpsertSummary: ...
+
+    async def delete_document(self, document_id: str) -> DeleteResult: ...
+
+    async def related(self, document_id: str, limit: int = 10) -> list[RelatedDocument]: ...
+
+    async def entity(self, name: str) -> EntityView: ...
+
+    async def stats(self) -> GraphStats: ...
+
+    async def query(self, cypher: str, params: dict[str, Any] | None = None, limit: int = 0) -> QueryResult: ...
+
+
+class GraphClient(ServiceClient):
+    SERVICE = "graph"
+    STUB = pb_grpc.GraphServiceStub
 
     async def upsert_document(
         self,
@@ -79,45 +81,38 @@ class GraphClient:
     ) -> UpsertSummary:
         return await self.upsert_documents([DocumentUpsert(document_id, title, file_type, topics, entities)])
 
-    async def upsert_documents(self, documents: Iterable[DocumentUpsert]) -> UpsertSummary:
+    async def upsert_documents(self, documents: Iterable[DocumentUpsert],
+                               timeout: float | None = None) -> UpsertSummary:
         """Streams the documents in one call; the service batches them into transactions."""
-        try:
-            reply = await self._stub.UpsertDocumentFacts(_messages(documents))
-        except grpc.aio.AioRpcError as exc:
-            raise _domain_error(exc) from exc
+        reply = await self._unary("UpsertDocumentFacts", _messages(documents), timeout=timeout)
         return UpsertSummary(reply.documents, reply.topics, reply.entities, reply.batches)
 
     async def delete_document(self, document_id: str) -> DeleteResult:
-        try:
-            reply = await self._stub.DeleteDocument(pb.DeleteDocumentRequest(document_id=document_id))
-        except grpc.aio.AioRpcError as exc:
-            raise _domain_error(exc) from exc
+        reply = await self._unary("DeleteDocument", pb.DeleteDocumentRequest(document_id=document_id))
         return DeleteResult(reply.deleted, reply.orphans_removed)
 
     async def related(self, document_id: str, limit: int = 10) -> list[RelatedDocument]:
-        try:
-            reply = await self._stub.GetRelatedDocuments(
-                pb.GetRelatedDocumentsRequest(document_id=document_id, limit=limit)
-            )
-        except grpc.aio.AioRpcError as exc:
-            raise _domain_error(exc) from exc
+        request = pb.GetRelatedDocumentsRequest(document_id=document_id, limit=limit)
+        reply = await self._unary("GetRelatedDocuments", request)
         return [
             RelatedDocument(d.document_id, d.title, d.score, tuple(d.shared_topics), tuple(d.shared_entities))
             for d in reply.documents
         ]
 
     async def entity(self, name: str) -> EntityView:
-        try:
-            reply = await self._stub.GetEntity(pb.GetEntityRequest(name=name))
-        except grpc.aio.AioRpcError as exc:
-            raise _domain_error(exc) from exc
+        reply = await self._unary("GetEntity", pb.GetEntityRequest(name=name))
         return EntityView(
             reply.name, reply.type, tuple(EntityMention(m.document_id, m.title, m.count) for m in reply.documents)
         )
 
     async def stats(self) -> GraphStats:
-        try:
-            reply = await self._stub.GetGraphStats(pb.GetGraphStatsRequest())
-        except grpc.aio.AioRpcError as exc:
-            raise _domain_error(exc) from exc
+        reply = await self._unary("GetGraphStats", pb.GetGraphStatsRequest())
         return GraphStats(reply.documents, reply.topics, reply.entities, reply.covers_edges, reply.mentions_edges)
+
+    async def query(self, cypher: str, params: dict[str, Any] | None = None, limit: int = 0) -> QueryResult:
+        """Read-only Cypher; rows as JSON objects by column."""
+        request = pb.QueryGraphRequest(cypher=cypher, limit=limit)
+        request.params.update(params or {})
+        reply = await self._unary("QueryGraph", request)
+        return QueryResult(tuple(reply.columns), tuple(json_format.MessageToDict(row) for row in reply.rows),
+                           reply.truncated)

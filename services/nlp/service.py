@@ -10,7 +10,8 @@ from services.nlp.operations import NlpOperations
 from services.nlp.servicer import NlpServicer
 from services.nlp.settings import NlpSettings
 from services.nlp.sources import RagDocumentTexts
-from services.runtime import MeshSettings, ServiceBinding
+from services.rag.client import RagClient
+from services.runtime import ChannelPool, MeshSettings, ServiceBinding
 
 FULL_NAME = nlp_service_pb2.DESCRIPTOR.services_by_name["NlpService"].full_name
 log = logging.getLogger("docuthinker.nlp")
@@ -18,7 +19,8 @@ log = logging.getLogger("docuthinker.nlp")
 
 def binding(settings: MeshSettings, nlp: NlpSettings | None = None, *, warm_up: bool = True) -> ServiceBinding:
     ops = NlpOperations.from_settings(nlp or NlpSettings())
-    documents = RagDocumentTexts(settings)
+    channels = ChannelPool(settings)
+    documents = RagDocumentTexts(RagClient(channels))
     servicer = NlpServicer(ops, documents)
     background: set[asyncio.Task] = set()
 
@@ -30,15 +32,12 @@ def binding(settings: MeshSettings, nlp: NlpSettings | None = None, *, warm_up: 
             background.add(task)
             task.add_done_callback(background.discard)
 
-    async def on_stop() -> None:
-        await documents.close()
-
     return ServiceBinding(
         name="nlp",
         full_names=[FULL_NAME],
         register=lambda server: nlp_service_pb2_grpc.add_NlpServiceServicer_to_server(servicer, server),
         on_start=on_start,
-        on_stop=on_stop,
+        channels=channels,
     )
 
 

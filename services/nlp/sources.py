@@ -6,16 +6,15 @@ from typing import Protocol
 
 import grpc
 
-from docuthinker.rag.v1 import rag_service_pb2, rag_service_pb2_grpc
-from services.runtime import MeshSettings, service_channel
+from services.rag.client import RagApi
 from services.runtime.errors import (
     FailedPrecondition,
     FieldViolation,
     InvalidArgument,
     NotFound,
+    RemoteError,
     ResourceExhausted,
     Unavailable,
-    from_rpc_error,
 )
 
 MAX_TEXT_CHARS = 2_000_000
@@ -26,51 +25,33 @@ class DocumentTexts(Protocol):
 
     async def fetch(self, document_id: str) -> str: ...
 
-    async def close(self) -> None: ...
-
 
 class RagDocumentTexts:
-    """``RagService.GetDocumentText`` over the mesh channel (tenant, request id and deadline propagate)."""
+    """``RagService.GetDocumentText`` through the typed client (tenant, request id and deadline propagate)."""
 
-    def __init__(self, settings: MeshSettings) -> None:
-        self._settings = settings
-        self._channel: grpc.aio.Channel | None = None
-
-    def _stub(self) -> rag_service_pb2_grpc.RagServiceStub:
-        if self._channel is None:  # created on first use, inside the server's event loop
-            self._channel = service_channel("rag", self._settings)
-        return rag_service_pb2_grpc.RagServiceStub(self._channel)
+    def __init__(self, rag: RagApi) -> None:
+        self._rag = rag
 
     async def fetch(self, document_id: str) -> str:
-        request = rag_service_pb2.GetDocumentTextRequest(document_id=document_id)
         try:
-            response = await self._stub().GetDocumentText(request)
-        except grpc.aio.AioRpcError as exc:
-            raise _mapped(exc, document_id) from exc
+            document = await self._rag.document_text(document_id)
+        except RemoteError as exc:
+            # What NLP's caller can act on: the document it named, not RAG's own wording.
+            if exc.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNIMPLEMENTED):
+                raise Unavailable(
+                    f"cannot fetch document {document_id!r}: the RAG service is unavailable ({exc.status.message or exc.code.name})",
+                    reason="RAG_UNAVAILABLE",
+                    metadata={"document_id": document_id},
+                ) from exc
+            if exc.code == grpc.StatusCode.NOT_FOUND:
+                raise NotFound(
+                    f"document {document_id!r} does not exist for this tenant",
+                    reason="DOCUMENT_NOT_FOUND",
+                    metadata={"document_id": document_id},
+                ) from exc
+            raise
         # Sections are pages, sheets or heading blocks: a blank line keeps them apart as paragraphs.
-        return "\n\n".join(s.text.strip() for s in response.sections if s.text.strip())
-
-    async def close(self) -> None:
-        if self._channel is not None:
-            await self._channel.close()
-            self._channel = None
-
-
-def _mapped(exc: grpc.aio.AioRpcError, document_id: str):
-    code = exc.code()
-    if code == grpc.StatusCode.NOT_FOUND:
-        return NotFound(
-            f"document {document_id!r} does not exist for this tenant",
-            reason="DOCUMENT_NOT_FOUND",
-            metadata={"document_id": document_id},
-        )
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNIMPLEMENTED):
-        return Unavailable(
-            f"cannot fetch document {document_id!r}: the RAG service is unavailable ({exc.details() or code.name})",
-            reason="RAG_UNAVAILABLE",
-            metadata={"document_id": document_id},
-        )
-    return from_rpc_error(exc, "rag")
+        return "\n\n".join(s.strip() for s in document.sections if s.strip())
 
 
 def validate_text(text: str, field: str = "text", limit: int = MAX_TEXT_CHARS) -> str:

@@ -9,13 +9,14 @@ from aiohttp import web
 
 from services.openai_api.answers import AnswerEngine
 from services.openai_api.app import create_app
-from services.runtime import MeshSettings, service_channel
+from services.rag.client import RagClient
+from services.runtime import ChannelPool, MeshSettings
 from services.runtime import logs
 
 
 async def _serve(settings: MeshSettings) -> None:
-    channel = service_channel("rag", settings)
-    runner = web.AppRunner(create_app(AnswerEngine(channel), settings.default_tenant), access_log=None)
+    channels = ChannelPool(settings)
+    runner = web.AppRunner(create_app(AnswerEngine(RagClient(channels)), settings.default_tenant), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.openai_api_port, shutdown_timeout=settings.shutdown_grace_s)
     await site.start()
@@ -25,7 +26,7 @@ async def _serve(settings: MeshSettings) -> None:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     await runner.cleanup()
-    await channel.close()
+    await channels.close()
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""The answer engine behind the chat API: the rag service's grounded Query, StreamQuery and AgentQuery over gRPC."""
+"""The answer engine behind the chat API: the rag service's grounded Query, StreamQuery and AgentQuery
+through its typed client (``services.rag.client``)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
-
-from docuthinker.rag.v1 import answers_pb2, rag_service_pb2 as rag_pb
-from docuthinker.rag.v1 import rag_service_pb2_grpc as rag_grpc
+from docuthinker.rag.v1 import answers_pb2
 from services.openai_api import errors
+from services.rag.client import RagClient
+from services.runtime.errors import RemoteError
 from services.runtime.request_context import TENANT_HEADER
 
 ANSWER_TIMEOUT_S = 120.0
@@ -91,8 +91,8 @@ class Done:
 class AnswerEngine:
     """Asks the rag service; failures come out as ``errors.ApiError`` (before or during a stream)."""
 
-    def __init__(self, channel: grpc.aio.Channel) -> None:
-        self._stub = rag_grpc.RagServiceStub(channel)
+    def __init__(self, rag: RagClient) -> None:
+        self._rag = rag
 
     @staticmethod
     def _metadata(question: Question) -> tuple[tuple[str, str], ...]:
@@ -100,19 +100,12 @@ class AnswerEngine:
 
     async def answer(self, question: Question) -> GroundedAnswer:
         try:
-            if question.agent:
-                reply = await self._stub.AgentQuery(
-                    rag_pb.AgentQueryRequest(question=question.text, top_k=question.top_k,
-                                             document_ids=question.document_ids),
-                    metadata=self._metadata(question), timeout=ANSWER_TIMEOUT_S)
-            else:
-                reply = await self._stub.Query(
-                    rag_pb.QueryRequest(question=question.text, top_k=question.top_k,
-                                        document_ids=question.document_ids),
-                    metadata=self._metadata(question), timeout=ANSWER_TIMEOUT_S)
-        except grpc.aio.AioRpcError as exc:
-            raise errors.from_rpc_error(exc) from None
-        return GroundedAnswer.of(reply.answer)
+            answer = await self._rag.answer(question.text, question.top_k, question.document_ids,
+                                            agent=question.agent, metadata=self._metadata(question),
+                                            timeout=ANSWER_TIMEOUT_S)
+        except RemoteError as exc:
+            raise errors.from_remote(exc) from None
+        return GroundedAnswer.of(answer)
 
     async def stream(self, question: Question) -> AsyncIterator[Delta | Done]:
         """Answer deltas as the engine produces them, then ``Done``; the agent graph answers in one delta."""
@@ -121,12 +114,10 @@ class AnswerEngine:
             yield Delta(answer.text)
             yield Done(answer)
             return
-        call = self._stub.StreamQuery(
-            rag_pb.StreamQueryRequest(question=question.text, top_k=question.top_k,
-                                      document_ids=question.document_ids),
-            metadata=self._metadata(question), timeout=ANSWER_TIMEOUT_S)
+        events = self._rag.stream_answer(question.text, question.top_k, question.document_ids,
+                                         metadata=self._metadata(question), timeout=ANSWER_TIMEOUT_S)
         try:
-            async for event in call:
+            async for event in events:
                 kind = event.WhichOneof("event")
                 if kind == "answer_delta":
                     yield Delta(event.answer_delta)
@@ -135,8 +126,8 @@ class AnswerEngine:
                     return
                 elif kind == "error":
                     raise errors.from_status(event.error)
-        except grpc.aio.AioRpcError as exc:
-            raise errors.from_rpc_error(exc) from None
+        except RemoteError as exc:
+            raise errors.from_remote(exc) from None
         finally:
-            call.cancel()
+            await events.aclose()
         raise errors.ApiError(502, "the answer stream ended without an answer", "api_error", "incomplete_stream")

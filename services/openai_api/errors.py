@@ -1,6 +1,6 @@
 """Errors in OpenAI's shape (``{"error": {"message", "type", "param", "code"}}``) with the matching HTTP status.
 
-A rag failure arrives as a gRPC status (with ``google.rpc`` details): its code picks the HTTP status as Envoy's
+A rag failure arrives as a ``RemoteError`` keeping its ``google.rpc.Status``: its code picks the HTTP status as Envoy's
 transcoder would, its ``ErrorInfo`` reason becomes ``code`` and its first ``BadRequest`` field ``param``.
 """
 
@@ -11,7 +11,8 @@ from typing import Any
 
 import grpc
 from google.rpc import code_pb2, error_details_pb2, status_pb2
-from grpc_status import rpc_status
+
+from services.runtime.errors import RemoteError
 
 # gRPC code -> (HTTP status, OpenAI error type)
 _BY_CODE: dict[int, tuple[int, str]] = {
@@ -63,10 +64,10 @@ def from_status(status: status_pb2.Status) -> ApiError:
     return ApiError(http_status, message, kind, reason or code_pb2.Code.Name(status.code).lower(), param)
 
 
-def from_rpc_error(exc: grpc.aio.AioRpcError) -> ApiError:
-    status = rpc_status.from_call(exc)
-    if status is None:
-        status = status_pb2.Status(code=exc.code().value[0], message=exc.details() or exc.code().name)
-    if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and not status.message:
-        status.message = f"the answer engine is unavailable: {exc.code().name}"
+def from_remote(exc: RemoteError) -> ApiError:
+    """A failed rag call (``errors.remote_error``), from the status it kept."""
+    status = status_pb2.Status()
+    status.CopyFrom(exc.status)
+    if exc.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and not status.message:
+        status.message = f"the answer engine is unavailable: {exc.code.name}"
     return from_status(status)

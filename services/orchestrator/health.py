@@ -11,11 +11,10 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
 from services.launcher.supervisor import read_state
+from services.runtime.clients import ChannelPool
 from services.runtime.config import MeshSettings
+from services.runtime.errors import RemoteError
 
 DOWNSTREAM = ("rag", "nlp", "graph")
 
@@ -35,7 +34,7 @@ class ServiceHealth:
 class HealthProbe:
     """Checks each downstream service with the standard gRPC health protocol."""
 
-    def __init__(self, settings: MeshSettings, channels: dict[str, grpc.aio.Channel], timeout_s: float = 2.0) -> None:
+    def __init__(self, settings: MeshSettings, channels: ChannelPool, timeout_s: float = 2.0) -> None:
         self._settings = settings
         self._channels = channels
         self._timeout_s = timeout_s
@@ -44,13 +43,9 @@ class HealthProbe:
         address = self._settings.address_of(name)
         started = time.perf_counter()
         try:
-            stub = health_pb2_grpc.HealthStub(self._channels[name])
-            reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=self._timeout_s)
-            status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
-            detail = ""
-        except grpc.aio.AioRpcError as exc:
-            status = "UNREACHABLE"
-            detail = f"{exc.code().name}: {exc.details()}"
+            status, detail = await self._channels.serving_status(name, self._timeout_s), ""
+        except RemoteError as exc:
+            status, detail = "UNREACHABLE", f"{exc.code.name}: {exc.status.message}"
         supervised = read_state(self._settings.data_dir).get(name, {})
         return ServiceHealth(
             name, status, address, (time.perf_counter() - started) * 1000, detail,

@@ -1,7 +1,8 @@
 """Operations: the units of work of the task DAG, the batch processor and the dead-letter queue.
 
-Each operation takes JSON-able params and calls the real services over gRPC (NLP, RAG,
-graph) or the orchestrator's own stores, returning JSON-able data plus who served it. The
+Each operation takes JSON-able params and calls the real services through their typed clients
+(NLP, RAG, graph: ``downstream.Peers``) or the orchestrator's own stores, returning JSON-able
+data plus who served it. The
 params of an operation are exactly what a dead letter stores, so any failed operation can
 be replayed later from its letter alone.
 """
@@ -9,19 +10,15 @@ be replayed later from its letter alone.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from google.api import httpbody_pb2
-from google.protobuf import json_format
+from dataclasses import asdict, dataclass
 
-from docuthinker.graph.v1 import graph_service_pb2 as graph_pb
-from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
-from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
+from services.nlp.client import LlmUsage
 from services.orchestrator import graph_queries
 from services.orchestrator.chat import ChatResponder
 from services.orchestrator.costs import CostTracker
-from services.orchestrator.downstream import MeshClient
+from services.orchestrator.downstream import Peers
 from services.orchestrator.health import HealthProbe
 from services.orchestrator.insights import InsightStore
 from services.orchestrator.llm import track_attempts
@@ -41,10 +38,6 @@ class Outcome:
 Operation = Callable[[Mapping[str, Any]], Awaitable[Outcome]]
 
 
-def to_dict(message: Any) -> dict[str, Any]:
-    return json_format.MessageToDict(message, preserving_proto_field_name=True)
-
-
 def _source(params: Mapping[str, Any]) -> dict[str, Any]:
     """The ``source`` oneof of an NLP request: inline text or a stored document."""
     if params.get("text"):
@@ -58,6 +51,10 @@ def _source(params: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
+def _document_ids(params: Mapping[str, Any]) -> list[str]:
+    return [str(d) for d in params.get("document_ids") or ()]
+
+
 def _required(params: Mapping[str, Any], name: str, description: str) -> str:
     value = str(params.get(name) or "").strip()
     if not value:
@@ -69,13 +66,13 @@ def _required(params: Mapping[str, Any], name: str, description: str) -> str:
 class Operations:
     def __init__(
         self,
-        mesh: MeshClient,
+        peers: Peers,
         chat: ChatResponder,
         insights: InsightStore,
         costs: CostTracker,
         health: HealthProbe,
     ) -> None:
-        self._mesh = mesh
+        self._peers = peers
         self._chat = chat
         self._insights = insights
         self._costs = costs
@@ -86,15 +83,15 @@ class Operations:
             "rag.query": self.rag_query,
             "rag.spoken_query": self.rag_spoken_query,
             "rag.search": self.rag_search,
-            "nlp.summarize": self._nlp("Summarize", nlp_pb.SummarizeRequest, style=nlp_pb.SUMMARY_STYLE_NARRATIVE),
-            "nlp.bullet_summary": self._nlp("Summarize", nlp_pb.SummarizeRequest, style=nlp_pb.SUMMARY_STYLE_BULLETS),
-            "nlp.key_ideas": self._nlp("ExtractKeyIdeas", nlp_pb.ExtractKeyIdeasRequest),
-            "nlp.sentiment": self._nlp("AnalyzeSentiment", nlp_pb.AnalyzeSentimentRequest),
-            "nlp.discussion_points": self._nlp("GenerateDiscussionPoints", nlp_pb.GenerateDiscussionPointsRequest),
-            "nlp.recommendations": self._nlp("GenerateRecommendations", nlp_pb.GenerateRecommendationsRequest),
-            "nlp.analytics": self._nlp("ComputeAnalytics", nlp_pb.ComputeAnalyticsRequest),
-            "nlp.entities": self._nlp("ExtractEntities", nlp_pb.ExtractEntitiesRequest),
-            "nlp.topics": self._nlp("ExtractTopics", nlp_pb.ExtractTopicsRequest),
+            "nlp.summarize": self._nlp("summarize", style="narrative"),
+            "nlp.bullet_summary": self._nlp("summarize", style="bullets"),
+            "nlp.key_ideas": self._nlp("key_ideas"),
+            "nlp.sentiment": self._nlp("sentiment"),
+            "nlp.discussion_points": self._nlp("discussion_points"),
+            "nlp.recommendations": self._nlp("recommendations"),
+            "nlp.analytics": self._nlp("analytics"),
+            "nlp.entities": self._nlp("entities"),
+            "nlp.topics": self._nlp("topics"),
             "nlp.rewrite": self.rewrite,
             "nlp.translate": self.translate,
             "graph.query": self.graph_query,
@@ -133,36 +130,33 @@ class Operations:
         return await self.run(operation, inner)
 
     # -- NLP -------------------------------------------------------------------------------
-    def _nlp(self, method: str, request_type: type, **fixed: Any) -> Operation:
+    def _nlp(self, operation: str, **fixed: Any) -> Operation:
         async def run(params: Mapping[str, Any]) -> Outcome:
-            return self._nlp_outcome(await self._mesh.call("nlp", method, request_type(**_source(params), **fixed)))
+            return await self._nlp_outcome(operation, params, **fixed)
 
         return run
 
     async def rewrite(self, params: Mapping[str, Any]) -> Outcome:
-        style = str(params.get("style") or "clear and concise")
-        reply = await self._mesh.call("nlp", "RewriteText", nlp_pb.RewriteTextRequest(**_source(params), style=style))
-        return self._nlp_outcome(reply)
+        return await self._nlp_outcome("rewrite", params, style=str(params.get("style") or "clear and concise"))
 
     async def translate(self, params: Mapping[str, Any]) -> Outcome:
         language = _required(params, "language", "target language, e.g. 'fr' or 'French'")
-        reply = await self._mesh.call(
-            "nlp", "TranslateText", nlp_pb.TranslateTextRequest(**_source(params), target_language=language)
-        )
-        return self._nlp_outcome(reply)
+        return await self._nlp_outcome("translate", params, target_language=language)
 
-    def _nlp_outcome(self, reply: Any) -> Outcome:
+    async def _nlp_outcome(self, operation: str, params: Mapping[str, Any], **options: Any) -> Outcome:
+        analysis = await self._peers.nlp.analysis(operation, _source(params), **options)
         # The NLP service paid for its LLM calls with its own router: count them in our budgets.
-        for line in getattr(reply, "llm_usage", ()):
-            self._charge(line.provider, line.model, line)
-        return Outcome(to_dict(reply), "nlp")
+        for line in analysis.usage:
+            self._charge(line)
+        return Outcome(analysis.data, "nlp")
 
-    def _charge(self, provider: str, model: str, usage: Any) -> None:
-        """Records a downstream service's LLM spend (a rag or nlp usage message); local models are free."""
-        if provider and provider != "local" and (usage.cost_usd > 0 or usage.input_tokens or usage.output_tokens):
+    def _charge(self, usage: LlmUsage) -> None:
+        """Records a downstream service's LLM spend; local models are free."""
+        if usage.provider and usage.provider != "local" and (
+                usage.cost_usd > 0 or usage.input_tokens or usage.output_tokens):
             self._costs.record(
-                provider,
-                model,
+                usage.provider,
+                usage.model,
                 Usage(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
                       usage.cost_usd),
             )
@@ -171,35 +165,28 @@ class Operations:
     async def ingest(self, params: Mapping[str, Any]) -> Outcome:
         text = _required(params, "text", "the document text to store")
         filename = str(params.get("filename") or "document.txt")
-        reply = await self._mesh.call(
-            "rag",
-            "IngestDocument",
-            rag_pb.IngestDocumentRequest(
-                filename=filename,
-                file=httpbody_pb2.HttpBody(content_type="text/plain; charset=utf-8", data=text.encode("utf-8")),
-            ),
-        )
-        document = reply.result.document
+        result = await self._peers.rag.ingest_text(text, filename)
+        document = result.get("document", {})
         return Outcome(
             {
-                "document_id": document.document_id,
-                "filename": document.filename,
-                "title": document.title,
-                "chunk_count": document.chunk_count,
-                "duplicate": reply.result.duplicate,
+                "document_id": document.get("document_id", ""),
+                "filename": document.get("filename", ""),
+                "title": document.get("title", ""),
+                "chunk_count": int(document.get("chunk_count", 0)),
+                "duplicate": bool(result.get("duplicate", False)),
             },
             "rag",
         )
 
     async def extract(self, params: Mapping[str, Any]) -> Outcome:
         document_id = _required(params, "document_id", "id of a stored document")
-        reply = await self._mesh.call("rag", "GetDocumentText", rag_pb.GetDocumentTextRequest(document_id=document_id))
-        text = "\n\n".join(section.text for section in reply.sections if section.text)
+        document = await self._peers.rag.document_text(document_id)
+        text = "\n\n".join(section for section in document.sections if section)
         return Outcome(
             {
                 "document_id": document_id,
-                "filename": reply.document.filename,
-                "title": reply.document.title,
+                "filename": document.filename,
+                "title": document.title,
                 "characters": len(text),
                 "text": text,
             },
@@ -208,52 +195,24 @@ class Operations:
 
     async def rag_query(self, params: Mapping[str, Any]) -> Outcome:
         question = _required(params, "question", "the question to answer from the stored documents")
-        reply = await self._mesh.call(
-            "rag",
-            "Query",
-            rag_pb.QueryRequest(
-                question=question,
-                top_k=int(params.get("top_k") or 0),
-                document_ids=[str(d) for d in params.get("document_ids") or ()],
-            ),
-        )
-        answer = reply.answer
-        self._charge(answer.engine.provider, answer.engine.model, answer.usage)
-        return Outcome(to_dict(answer), "rag")
+        answered = await self._peers.rag.query(question, int(params.get("top_k") or 0), _document_ids(params))
+        self._charge(answered.usage)
+        return Outcome(answered.data, "rag")
 
     async def rag_spoken_query(self, params: Mapping[str, Any]) -> Outcome:
         audio = params.get("audio") or b""
         if not audio:
             _required(params, "audio", "the recording of the spoken question")
-        reply = await self._mesh.call(
-            "rag",
-            "SpokenQuery",
-            rag_pb.SpokenQueryRequest(
-                audio=httpbody_pb2.HttpBody(data=bytes(audio)),
-                top_k=int(params.get("top_k") or 0),
-                document_ids=[str(d) for d in params.get("document_ids") or ()],
-            ),
-        )
-        answer = reply.answer
-        self._charge(answer.engine.provider, answer.engine.model, answer.usage)
-        data = to_dict(reply)
-        return Outcome({**data.get("answer", {}), "transcript": reply.transcript, "language": reply.language,
-                        "audio_seconds": reply.audio_seconds, "speech_model": reply.speech_model}, "rag")
+        answered = await self._peers.rag.spoken_query(bytes(audio), int(params.get("top_k") or 0),
+                                                      _document_ids(params))
+        self._charge(answered.usage)
+        return Outcome(answered.data, "rag")
 
     async def rag_search(self, params: Mapping[str, Any]) -> Outcome:
         query = _required(params, "query", "what to search for")
-        fusion = rag_pb.FUSION_METHOD_DENSE_ONLY if params.get("dense_only") else rag_pb.FUSION_METHOD_UNSPECIFIED
-        reply = await self._mesh.call(
-            "rag",
-            "Search",
-            rag_pb.SearchRequest(
-                query=query,
-                top_k=int(params.get("top_k") or 0),
-                document_ids=[str(d) for d in params.get("document_ids") or ()],
-                fusion=fusion,
-            ),
-        )
-        return Outcome(to_dict(reply), "rag")
+        found = await self._peers.rag.search(query, int(params.get("top_k") or 0), _document_ids(params),
+                                             dense_only=bool(params.get("dense_only")))
+        return Outcome(found, "rag")
 
     # -- graph -----------------------------------------------------------------------------
     async def graph_query(self, params: Mapping[str, Any]) -> Outcome:
@@ -263,12 +222,10 @@ class Operations:
         columns: list[str] = []
         truncated = False
         for item in plan.queries:
-            request = graph_pb.QueryGraphRequest(cypher=item.cypher, limit=int(params.get("limit") or 0))
-            request.params.update(item.params)
-            reply = await self._mesh.call("graph", "QueryGraph", request)
-            columns = list(reply.columns)
-            truncated = truncated or reply.truncated
-            rows.extend(json_format.MessageToDict(row) for row in reply.rows)
+            result = await self._peers.graph.query(item.cypher, dict(item.params), int(params.get("limit") or 0))
+            columns = list(result.columns)
+            truncated = truncated or result.truncated
+            rows.extend(result.rows)
         if plan.translated:
             rows.sort(key=lambda r: float(r.get("weight") or 0), reverse=True)
         data = {"columns": columns, "rows": rows, "truncated": truncated, "translated": plan.translated}
@@ -277,8 +234,7 @@ class Operations:
         return Outcome(data, "graph")
 
     async def graph_stats(self, params: Mapping[str, Any]) -> Outcome:
-        reply = await self._mesh.call("graph", "GetGraphStats", graph_pb.GetGraphStatsRequest())
-        return Outcome(to_dict(reply), "graph")
+        return Outcome(asdict(await self._peers.graph.stats()), "graph")
 
     # -- orchestrator's own ------------------------------------------------------------------
     async def chat(self, params: Mapping[str, Any]) -> Outcome:

@@ -11,10 +11,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-import grpc
-
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2, orchestrator_service_pb2_grpc
+from services.graph.client import GraphClient
 from services.models.embedder import get_embedder
+from services.nlp.client import NlpClient
 from services.orchestrator.agent_loop import AgentLoop
 from services.orchestrator.batch import BatchProcessor
 from services.orchestrator.chat import ChatResponder
@@ -23,7 +23,7 @@ from services.orchestrator.conversations import ConversationStore
 from services.orchestrator.costs import CostTracker
 from services.orchestrator.database import Database
 from services.orchestrator.dlq import DeadLetterQueue
-from services.orchestrator.downstream import MeshClient, provider_circuit, service_circuit
+from services.orchestrator.downstream import Peers, provider_circuit, service_circuit
 from services.orchestrator.operations import Operations
 from services.orchestrator.health import DOWNSTREAM, HealthProbe
 from services.orchestrator.insights import InsightStore
@@ -40,7 +40,8 @@ from services.orchestrator.tools import ToolRegistry, register_builtins
 from services.providers.pricing import load_price_table
 from services.providers.router import Router, get_router
 from services.providers.settings import provider_settings
-from services.runtime import MeshSettings, ServiceBinding, service_channel
+from services.rag.client import RagClient
+from services.runtime import ChannelPool, MeshSettings, ServiceBinding
 
 FULL_NAME = orchestrator_service_pb2.DESCRIPTOR.services_by_name["OrchestratorService"].full_name
 
@@ -77,10 +78,9 @@ def binding(
         + [provider_circuit(p) for p in dict.fromkeys(router.providers_for("chat") + router.providers_for("agent"))]
     )
 
-    channels: dict[str, grpc.aio.Channel] = {}
-    probe_channels: dict[str, grpc.aio.Channel] = {}
-    mesh = MeshClient(channels, breakers)
-    summarize = conversation_summarizer(llm, mesh)
+    channels = ChannelPool(settings)
+    peers = Peers.guarded(NlpClient(channels), RagClient(channels), GraphClient(channels), breakers)
+    summarize = conversation_summarizer(llm, peers.nlp)
     tokens = TokenBudget(prices)
     dlq = DeadLetterQueue(db, max_retries=config.dlq_max_retries, backoff_s=config.dlq_backoff_s)
     register_metrics(breakers, dlq, costs)
@@ -92,8 +92,8 @@ def binding(
         keep_last=config.conversation_keep_last,
         max_conversations=config.max_conversations,
     )
-    health = HealthProbe(settings, probe_channels)
-    operations = Operations(mesh, ChatResponder(llm, conversations, insights, tokens, summarize), insights, costs,
+    health = HealthProbe(settings, channels)
+    operations = Operations(peers, ChatResponder(llm, conversations, insights, tokens, summarize), insights, costs,
                             health)
     for name in operations.names():
         dlq.register(name, lambda payload, op=name: operations.run(op, payload))
@@ -132,10 +132,6 @@ def binding(
             log.exception("warming the intent classifier failed")
 
     async def on_start() -> None:
-        for name in DOWNSTREAM:
-            channels[name] = service_channel(name, settings)
-            # Health probes must see failures at once: no transparent retries on these.
-            probe_channels[name] = service_channel(name, settings, retries=False)
         background.append(asyncio.create_task(dlq.run(config.dlq_poll_s), name="dlq-retries"))
         background.append(asyncio.create_task(warm_classifier(), name="warm-classifier"))
         await hub.start()
@@ -145,8 +141,6 @@ def binding(
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
         await hub.stop()
-        for channel in [*channels.values(), *probe_channels.values()]:
-            await channel.close()
         db.close()
 
     return ServiceBinding(
@@ -157,4 +151,5 @@ def binding(
         ),
         on_start=on_start,
         on_stop=on_stop,
+        channels=channels,
     )

@@ -6,9 +6,8 @@ fit the model's context window.
 
 from __future__ import annotations
 
-from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
+from services.nlp.client import NlpApi
 from services.orchestrator.conversations import Summarize
-from services.orchestrator.downstream import MeshClient
 from services.orchestrator.llm import LanguageModels
 from services.providers.base import GenerationRequest, Message
 
@@ -20,7 +19,7 @@ INSTRUCTIONS = (
 MAX_BULLETS = 8
 
 
-def conversation_summarizer(llm: LanguageModels, mesh: MeshClient) -> Summarize:
+def conversation_summarizer(llm: LanguageModels, nlp: NlpApi) -> Summarize:
     async def summarize(transcript: str) -> str:
         if llm.remote_can_serve(TASK):
             result = await llm.generate(
@@ -29,13 +28,9 @@ def conversation_summarizer(llm: LanguageModels, mesh: MeshClient) -> Summarize:
                                   max_tokens=500, temperature=0.3),
             )
             return result.text.strip()
-        reply = await mesh.call(
-            "nlp",
-            "Summarize",
-            nlp_pb.SummarizeRequest(text=transcript, style=nlp_pb.SUMMARY_STYLE_BULLETS, max_sentences=MAX_BULLETS),
-        )
-        if reply.bullets:
-            return "\n".join(f"- {b}" for b in reply.bullets)
-        return reply.summary.strip()
+        summary = await nlp.summarize(transcript, max_sentences=MAX_BULLETS, style="bullets")
+        if summary.bullets:
+            return "\n".join(f"- {b}" for b in summary.bullets)
+        return summary.text.strip()
 
     return summarize

@@ -22,7 +22,8 @@ from services.rag.servicer import RagServicer
 from services.rag.settings import RagSettings
 from services.rag.speech_setup import build_speech, warm_up
 from services.rag.spoken import SpokenQuestions
-from services.runtime import MeshSettings, ServiceBinding
+from services.graph.client import GraphClient
+from services.runtime import ChannelPool, MeshSettings, ServiceBinding
 from services.speech import SpeechSettings
 
 FULL_NAME = rag_service_pb2.DESCRIPTOR.services_by_name["RagService"].full_name
@@ -40,9 +41,11 @@ class RagService:
         graph_feed: GraphFeed | None = None,
         graph_settings: GraphSyncSettings | None = None,
         speech: SpeechSettings | None = None,
+        channels: ChannelPool | None = None,
     ) -> None:
         """Without ``graph_feed`` (or with an explicit ``graph_sync``) no outbox or worker runs."""
         self.settings = settings
+        self.channels = channels or ChannelPool(settings)
         self.rag = rag or RagSettings()
         self._embedder = embedder
         self._graph_sync = graph_sync
@@ -74,12 +77,12 @@ class RagService:
         )
         self.servicer.attach(self.runtime.pipeline, self.runtime.catalog)
         answers, agents = build_answering(
-            self.runtime.index, self.runtime.metadata, model, related_documents=graph_related(self.settings))
+            self.runtime.index, self.runtime.metadata, model, related_documents=graph_related(GraphClient(self.channels)))
         self.servicer.attach_answers(answers, agents)
         self.servicer.attach_spoken(SpokenQuestions(answers, self.transcriber, self.speech.max_question_seconds))
         self.speech_task = asyncio.get_running_loop().create_task(warm_up(self.transcriber))
         self.servicer.attach_analysis(
-            *build_analysis(self.runtime.pipeline, self.runtime.catalog, answers, self.settings))
+            *build_analysis(self.runtime.pipeline, self.runtime.catalog, answers, self.channels))
         self.resume_task = asyncio.get_running_loop().create_task(
             self.runtime.pipeline.resume_unfinished(enabled=self.rag.resume_on_startup)
         )
@@ -112,9 +115,12 @@ class RagService:
             register=lambda server: rag_service_pb2_grpc.add_RagServiceServicer_to_server(self.servicer, server),
             on_start=self.start,
             on_stop=self.stop,
+            channels=self.channels,
         )
 
 
 def binding(settings: MeshSettings) -> ServiceBinding:
     graph = GraphSyncSettings()
-    return RagService(settings, graph_feed=mesh_feed(settings, graph), graph_settings=graph).binding()
+    channels = ChannelPool(settings)
+    return RagService(settings, graph_feed=mesh_feed(channels, graph), graph_settings=graph,
+                      channels=channels).binding()

@@ -1,11 +1,13 @@
-"""Shared runtime of every DocuThinker service: config, server bootstrap, channels, errors."""
+"""Shared runtime of every DocuThinker service: config, server bootstrap, channels and clients, errors."""
 
-from services.runtime.channels import open_channel, service_channel
+from services.runtime.channels import open_channel
+from services.runtime.clients import ChannelPool
 from services.runtime.config import SERVICE_NAMES, MeshSettings, mesh_settings
 from services.runtime.request_context import current_tenant
 from services.runtime.server import RunningServer, ServiceBinding, create_server, serve
 
 __all__ = [
+    "ChannelPool",
     "SERVICE_NAMES",
     "MeshSettings",
     "RunningServer",
@@ -15,5 +17,4 @@ __all__ = [
     "mesh_settings",
     "open_channel",
     "serve",
-    "service_channel",
 ]

@@ -54,7 +54,3 @@ def open_channel(target: str, settings: MeshSettings, *, retries: bool = True) -
     return grpc.aio.insecure_channel(
         target, options=channel_options(settings, retries=retries), interceptors=client_interceptors(settings.downstream_timeout_s, settings.metrics_enabled)
     )
-
-
-def service_channel(service: str, settings: MeshSettings, *, retries: bool = True) -> grpc.aio.Channel:
-    return open_channel(settings.address_of(service), settings, retries=retries)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import grpc
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
 
 ERROR_DOMAIN = "docuthinker.dev"
 
@@ -152,9 +153,77 @@ def _add_trace_id(status: status_pb2.Status, trace_id: str) -> None:
     status.details.insert(0, _pack(info))
 
 
-def from_rpc_error(exc: grpc.aio.AioRpcError, service: str) -> DomainError:
-    """Re-raises a downstream failure as a domain error, keeping its code."""
-    code = exc.code()
-    message = f"{service}: {exc.details() or code.name}"
-    error = DomainError(message, reason=code.name, code=code)
-    return error
+class RemoteError(DomainError):
+    """A failure another service reported, with its whole ``google.rpc.Status`` kept.
+
+    ``reason``, ``metadata`` and ``violations`` are read from the status's ``ErrorInfo`` and
+    ``BadRequest``; re-raised by a servicer, the status (every detail) reaches the caller as it was.
+    ``remote_error`` makes it an instance of its code's kind too (``Unavailable``, ``NotFound`` ...),
+    so ``except Unavailable`` means the same for a local and a remote failure.
+    """
+
+    def __init__(self, service: str, status: status_pb2.Status) -> None:
+        code = _code(status.code)
+        reason, metadata, violations = code.name, {}, []
+        for detail in status.details:
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                reason, metadata = info.reason or reason, dict(info.metadata)
+            elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+                bad = error_details_pb2.BadRequest()
+                detail.Unpack(bad)
+                violations = [FieldViolation(v.field, v.description) for v in bad.field_violations]
+        DomainError.__init__(self, f"{service}: {status.message or code.name}", reason, metadata, tuple(violations),
+                             code)
+        self.service = service
+        self.status = status
+
+    def to_status_proto(self) -> status_pb2.Status:
+        status = status_pb2.Status()
+        status.CopyFrom(self.status)
+        status.message = self.message
+        return status
+
+
+def remote_error(exc: grpc.aio.AioRpcError, service: str) -> RemoteError:
+    """The one mapping of a failed downstream call to a domain error (see ``RemoteError``).
+
+    The status comes from the ``grpc-status-details-bin`` trailer when the peer sent one; a
+    failure without it (a refused connection, a deadline) keeps its code and message.
+    """
+    try:
+        status = rpc_status.from_call(exc)
+    except ValueError:  # a trailer whose code or message disagrees with the call's
+        status = None
+    if status is None:
+        status = status_pb2.Status(code=exc.code().value[0], message=exc.details() or "")
+    return status_error(status, service)
+
+
+def status_error(status: status_pb2.Status, service: str) -> RemoteError:
+    """A peer's in-band ``google.rpc.Status`` (a stream's error event) as the same domain error."""
+    return _REMOTE_KINDS.get(_code(status.code), RemoteError)(service, status)
+
+
+def _code(value: int) -> grpc.StatusCode:
+    for code in grpc.StatusCode:
+        if code.value[0] == value:
+            return code
+    return grpc.StatusCode.UNKNOWN
+
+
+_REMOTE_KINDS: dict[grpc.StatusCode, type[RemoteError]] = {
+    kind_code: type(f"Remote{kind.__name__}", (RemoteError, kind), {})
+    for kind_code, kind in {
+        grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+        grpc.StatusCode.NOT_FOUND: NotFound,
+        grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
+        grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
+        grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+        grpc.StatusCode.UNAVAILABLE: Unavailable,
+        grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
+        grpc.StatusCode.UNIMPLEMENTED: Unimplemented,
+        grpc.StatusCode.INTERNAL: Internal,
+    }.items()
+}

@@ -19,6 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from services.runtime import logs, metrics, tracing
+from services.runtime.clients import ChannelPool
 from services.runtime.config import MeshSettings
 from services.runtime.interceptors import ServerInterceptor
 
@@ -38,6 +39,8 @@ class ServiceBinding:
     on_start: Callable[[], Awaitable[None]] | None = None
     on_stop: Callable[[], Awaitable[None]] | None = None
     extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = field(default_factory=tuple)
+    channels: ChannelPool | None = None
+    """The service's channels to its peers: closed after ``on_stop``, once nothing calls out any more."""
 
 
 @dataclass
@@ -57,6 +60,8 @@ class RunningServer:
         await self.server.stop(grace)
         if self.binding.on_stop is not None:
             await self.binding.on_stop()
+        if self.binding.channels is not None:
+            await self.binding.channels.close()
 
 
 async def create_server(binding: ServiceBinding, settings: MeshSettings, port: int | None = None) -> RunningServer:

@@ -13,19 +13,22 @@ from services.nlp.operations import NlpOperations
 from services.nlp.servicer import NlpServicer
 from services.nlp.settings import NlpSettings
 from services.nlp.sources import RagDocumentTexts
-from services.runtime import MeshSettings, ServiceBinding, create_server
+from services.rag.client import RagClient
+from services.runtime import ChannelPool, MeshSettings, ServiceBinding, create_server
 
 
 @asynccontextmanager
 async def serve_nlp(mesh: MeshSettings, settings: NlpSettings, generator: TextGenerator
                     ) -> AsyncIterator[pb_grpc.NlpServiceStub]:
     """The real NLP servicer on a free port, with ``generator`` as its provider layer."""
-    documents = RagDocumentTexts(mesh)
+    channels = ChannelPool(mesh)
+    documents = RagDocumentTexts(RagClient(channels))
     servicer = NlpServicer(NlpOperations(settings, generator), documents)
     binding = ServiceBinding(
         name="nlp",
         full_names=["docuthinker.nlp.v1.NlpService"],
         register=lambda server: pb_grpc.add_NlpServiceServicer_to_server(servicer, server),
+        channels=channels,
     )
     running = await create_server(binding, mesh, port=0)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{running.port}")
@@ -33,5 +36,4 @@ async def serve_nlp(mesh: MeshSettings, settings: NlpSettings, generator: TextGe
         yield pb_grpc.NlpServiceStub(channel)
     finally:
         await channel.close()
-        await documents.close()
         await running.stop(0)

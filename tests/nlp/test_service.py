@@ -173,10 +173,14 @@ async def test_rag_down_is_unavailable():
     from services.runtime import MeshSettings
     from services.runtime.errors import Unavailable
 
-    documents = RagDocumentTexts(MeshSettings(rag_port=1, downstream_timeout_s=2))  # nobody listens on port 1
+    from services.rag.client import RagClient
+    from services.runtime import ChannelPool
+
+    channels = ChannelPool(MeshSettings(rag_port=1, downstream_timeout_s=2))  # nobody listens on port 1
+    documents = RagDocumentTexts(RagClient(channels))
     try:
         with pytest.raises(Unavailable) as caught:
             await documents.fetch("doc-1")
         assert caught.value.reason == "RAG_UNAVAILABLE"
     finally:
-        await documents.close()
+        await channels.close()

@@ -11,6 +11,7 @@ from google.rpc import code_pb2, status_pb2
 from docuthinker.rag.v1 import answers_pb2, rag_service_pb2 as rag_pb
 from docuthinker.rag.v1 import rag_service_pb2_grpc as rag_grpc
 from services.openai_api.answers import AnswerEngine
+from services.rag.client import RagClient
 from services.openai_api.app import create_app
 
 ANSWER = answers_pb2.Answer(
@@ -51,7 +52,7 @@ async def sdk():
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    http = TestServer(create_app(AnswerEngine(channel), "default"), host="127.0.0.1")
+    http = TestServer(create_app(AnswerEngine(RagClient(channel)), "default"), host="127.0.0.1")
     await http.start_server()
     client = openai.AsyncOpenAI(base_url=str(http.make_url("/v1")), api_key="x", max_retries=0,
                                 default_headers={"x-tenant-id": "acme"})

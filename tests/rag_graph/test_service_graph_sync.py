@@ -19,7 +19,7 @@ from services.rag.graph_sync.feed import mesh_feed
 from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.service import RagService
 from services.rag.settings import RagSettings
-from services.runtime import MeshSettings, create_server
+from services.runtime import ChannelPool, MeshSettings, create_server
 
 from .fakes import FakeGraphService, FakeNlpService, HashEmbedder, graph_binding, nlp_binding
 
@@ -51,8 +51,9 @@ class Peers:
 class Rag:
     def __init__(self, data_dir: pathlib.Path, peers: Peers, graph: GraphSyncSettings = FAST) -> None:
         self.settings = MeshSettings(data_dir=data_dir, downstream_timeout_s=10, **peers.ports)
+        channels = ChannelPool(self.settings)
         self.service = RagService(self.settings, RagSettings(keyword_refresh_delay_s=0.0), embedder=HashEmbedder(),
-                                  graph_feed=mesh_feed(self.settings, graph), graph_settings=graph)
+                                  graph_feed=mesh_feed(channels, graph), graph_settings=graph, channels=channels)
 
     async def __aenter__(self) -> Rag:
         self.running = await create_server(self.service.binding(), self.settings, port=0)

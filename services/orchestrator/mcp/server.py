@@ -18,19 +18,21 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import functools
 import pathlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 from mcp.server.fastmcp import FastMCP
 
-from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
-from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as orch_pb
-from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
-from services.orchestrator.mcp.mesh import McpCallError, MeshGateway, as_dict
+from mcp.server.fastmcp.exceptions import ToolError
+
+from services.orchestrator.mcp.mesh import MeshGateway
 from services.orchestrator.settings import OrchestratorSettings
 from services.orchestrator.tools import document_statistics
 from services.runtime.config import MeshSettings
+from services.runtime.errors import DomainError, InvalidArgument
 
 ORCHESTRATOR_TOOLS = (
     "document_summarize", "document_key_ideas", "document_sentiment", "document_discussion_points",
@@ -47,75 +49,77 @@ VOICE_TOOLS = ("voice_question",)
 def build_server(mesh: MeshGateway) -> FastMCP:
     server = FastMCP("docuthinker", instructions="Document intelligence over the DocuThinker mesh.")
 
+    def tool() -> Callable[[Callable[..., Awaitable[Any]]], Any]:
+        return lambda fn: server.tool()(_reported(fn))
+
     # -- the seed orchestrator's thirteen ---------------------------------------------------
-    @server.tool()
+    @tool()
     async def document_summarize(text: str) -> dict[str, Any]:
         """Summarise a document in prose."""
         return await mesh.summarize(text)
 
-    @server.tool()
+    @tool()
     async def document_key_ideas(text: str) -> dict[str, Any]:
         """The three to seven key ideas of a document."""
-        return await mesh.nlp("ExtractKeyIdeas", nlp_pb.ExtractKeyIdeasRequest(text=text))
+        return await mesh.nlp("key_ideas", text)
 
-    @server.tool()
+    @tool()
     async def document_sentiment(text: str) -> dict[str, Any]:
         """Sentiment of a document, overall and per sentence."""
-        return await mesh.nlp("AnalyzeSentiment", nlp_pb.AnalyzeSentimentRequest(text=text))
+        return await mesh.nlp("sentiment", text)
 
-    @server.tool()
+    @tool()
     async def document_discussion_points(text: str) -> dict[str, Any]:
         """Questions worth discussing about a document."""
-        return await mesh.nlp("GenerateDiscussionPoints", nlp_pb.GenerateDiscussionPointsRequest(text=text))
+        return await mesh.nlp("discussion_points", text)
 
-    @server.tool()
+    @tool()
     async def document_analytics(text: str) -> dict[str, Any]:
         """Counts, reading time, readability and keywords of a text (the NLP service's analytics)."""
         try:
-            return await mesh.nlp("ComputeAnalytics", nlp_pb.ComputeAnalyticsRequest(text=text))
-        except McpCallError as exc:
+            return await mesh.nlp("analytics", text)
+        except DomainError as exc:
             # The seed computed analytics locally: do the same when the NLP service is down.
             if exc.code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                 raise
             return {**document_statistics(text), "computed": "locally (NLP service unreachable)"}
 
-    @server.tool()
+    @tool()
     async def document_bullet_summary(text: str) -> dict[str, Any]:
         """Bullet-point summary of a document."""
         return await mesh.summarize(text, bullets=True)
 
-    @server.tool()
+    @tool()
     async def document_rewrite(text: str, style: str) -> dict[str, Any]:
         """Rewrite a text in a style, e.g. "formal" or "plain English for a ten-year-old"."""
-        return await mesh.nlp("RewriteText", nlp_pb.RewriteTextRequest(text=text, style=style))
+        return await mesh.nlp("rewrite", text, style=style)
 
-    @server.tool()
+    @tool()
     async def document_recommendations(text: str) -> dict[str, Any]:
         """Actionable recommendations with rationale and priority."""
-        return await mesh.nlp("GenerateRecommendations", nlp_pb.GenerateRecommendationsRequest(text=text))
+        return await mesh.nlp("recommendations", text)
 
-    @server.tool()
+    @tool()
     async def document_chat(message: str, documentText: str = "") -> dict[str, Any]:  # noqa: N803 - seed name
         """Ask a question about a document's text (or chat without one)."""
         return await mesh.chat(message, documentText)
 
-    @server.tool()
+    @tool()
     async def system_health() -> dict[str, Any]:
         """Health of the orchestrator and every service of the mesh."""
-        return as_dict(await mesh.call("orchestrator", "GetHealth", orch_pb.GetHealthRequest()))
+        return await mesh.health()
 
-    @server.tool()
+    @tool()
     async def system_costs(period: str = "today") -> dict[str, Any]:
         """LLM spend by provider and intent for today, week or month, with the budgets."""
-        return as_dict(await mesh.call("orchestrator", "GetCosts", orch_pb.GetCostsRequest(period=period)))
+        return await mesh.costs(period)
 
-    @server.tool()
+    @tool()
     async def rag_query(query: str, topK: int = 5) -> dict[str, Any]:  # noqa: N803 - seed name
         """A grounded answer with citations from the stored documents."""
-        reply = await mesh.call("rag", "Query", rag_pb.QueryRequest(question=query, top_k=topK), timeout=300)
-        return as_dict(reply.answer)
+        return await mesh.query(query, topK)
 
-    @server.tool()
+    @tool()
     async def voice_question(  # noqa: N803 - camelCase like the seed's tools
         audioPath: str = "", audioBase64: str = "", documentIds: list[str] | None = None, topK: int = 0,
     ) -> dict[str, Any]:
@@ -123,49 +127,45 @@ def build_server(mesh: MeshGateway) -> FastMCP:
         documents: give a local file path or base64 bytes. Returns the transcript and a cited answer."""
         return await mesh.voice(_recording(audioPath, audioBase64), documentIds or [], topK)
 
-    @server.tool()
+    @tool()
     async def knowledge_graph_query(query: str) -> dict[str, Any]:
         """Query the knowledge graph: read-only Cypher, or a plain question about topics and entities."""
-        reply = await mesh.call(
-            "orchestrator", "ExecuteTool",
-            orch_pb.ExecuteToolRequest(name="knowledge_graph_query", input={"query": query}),
-        )
-        return as_dict(reply)["result"]
+        return (await mesh.tool("knowledge_graph_query", {"query": query}))["result"]
 
     # -- the seed AI/ML server's seven ------------------------------------------------------
-    @server.tool()
+    @tool()
     async def agentic_document_brief(document: str, question: str = "", translate_lang: str = "") -> dict[str, Any]:
         """Full analysis of a document: overview, topics, an answer with citations, the crew's review,
         sentiment, and a translation when a language is given."""
         return await mesh.brief(document, question, translate_lang)
 
-    @server.tool()
+    @tool()
     async def semantic_document_search(document: str, query: str) -> dict[str, Any]:
         """Search inside one document (stored first; identical text is stored once)."""
         return await mesh.search_in(document, query)
 
-    @server.tool()
+    @tool()
     async def quick_topics(document: str) -> dict[str, Any]:
         """Weighted topics of a document."""
-        return await mesh.nlp("ExtractTopics", nlp_pb.ExtractTopicsRequest(text=document))
+        return await mesh.nlp("topics", document)
 
-    @server.tool()
+    @tool()
     async def vector_upsert(document: str, doc_id: str = "", metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         """Store a document: parsed, chunked, embedded and indexed for search."""
         filename = str((metadata or {}).get("filename") or (f"{doc_id}.txt" if doc_id else "mcp-document.txt"))
         return await mesh.ingest(document, filename)
 
-    @server.tool()
+    @tool()
     async def vector_search(query: str, n_results: int = 5) -> dict[str, Any]:
         """Semantic (embedding) search over the stored documents."""
         return await mesh.search(query, n_results, dense_only=True)
 
-    @server.tool()
+    @tool()
     async def graph_upsert(document: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         """Add a document's topics and entities to the knowledge graph."""
         return await mesh.graph_upsert(document, metadata or {})
 
-    @server.tool()
+    @tool()
     async def graph_query(query: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Read-only Cypher over the knowledge graph, with parameters."""
         return await mesh.graph_query(query, params)
@@ -173,18 +173,31 @@ def build_server(mesh: MeshGateway) -> FastMCP:
     return server
 
 
+def _reported(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """A tool whose domain errors reach the MCP host with their gRPC code and reason."""
+
+    @functools.wraps(fn)
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(*args, **kwargs)
+        except DomainError as exc:
+            raise ToolError(f"{exc.code.name} ({exc.reason}): {exc}") from exc
+
+    return run
+
+
 def _recording(path: str, encoded: str) -> bytes:
     if bool(path) == bool(encoded):
-        raise McpCallError("give exactly one of audioPath (a local file) or audioBase64 (the recording's bytes)")
+        raise InvalidArgument("give exactly one of audioPath (a local file) or audioBase64 (the recording's bytes)")
     if path:
         try:
             return pathlib.Path(path).expanduser().read_bytes()
         except OSError as exc:
-            raise McpCallError(f"cannot read {path}: {exc.strerror or exc}") from exc
+            raise InvalidArgument(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
         return base64.b64decode(encoded, validate=True)
     except binascii.Error as exc:
-        raise McpCallError(f"audioBase64 is not valid base64: {exc}") from exc
+        raise InvalidArgument(f"audioBase64 is not valid base64: {exc}") from exc
 
 
 def main() -> None:

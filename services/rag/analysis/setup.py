@@ -1,11 +1,12 @@
-"""Builds the crew and the analysis pipeline from the RAG service's parts (one NLP channel)."""
+"""Builds the crew and the analysis pipeline from the RAG service's parts (NLP over the service's pool)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from services.rag.analysis.answers import RagAnswers
-from services.rag.analysis.nlp import NlpClient, NlpPort
+from services.nlp.client import NlpClient
+from services.rag.analysis.nlp import NlpPort
 from services.rag.analysis.pipeline import AnalysisPipeline
 from services.rag.analysis.settings import AnalysisSettings
 from services.rag.answers.answering import AnswerService
@@ -13,7 +14,7 @@ from services.rag.catalog import DocumentCatalog
 from services.rag.crew import CrewRunner, CrewSettings, DocumentInputs
 from services.rag.ingest.pipeline import IngestionPipeline
 from services.rag.retrieval import RetrievedChunk
-from services.runtime import MeshSettings
+from services.runtime import ChannelPool
 
 
 class _Retrieval:
@@ -30,12 +31,12 @@ def build_analysis(
     pipeline: IngestionPipeline,
     catalog: DocumentCatalog,
     answers: AnswerService,
-    mesh: MeshSettings,
+    channels: ChannelPool,
     nlp: NlpPort | None = None,
     crew_settings: CrewSettings | None = None,
     settings: AnalysisSettings | None = None,
 ) -> tuple[DocumentInputs, CrewRunner, AnalysisPipeline]:
-    nlp = nlp or NlpClient(mesh)
+    nlp = nlp or NlpClient(channels)
     inputs = DocumentInputs(pipeline, catalog)
     crew = CrewRunner(_Retrieval(answers), nlp, inputs.text, crew_settings or CrewSettings())
     analysis = AnalysisPipeline(inputs, catalog, nlp, RagAnswers(answers), crew, settings or AnalysisSettings())

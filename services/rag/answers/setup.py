@@ -14,7 +14,7 @@ from services.rag.answers.generative import GenerativeAnswerer
 from services.rag.answers.support import SupportChecker
 from services.rag.answers.vectors import CachedEncoder
 from services.rag.retrieval import ChunkIndex, HybridRetriever, QueryEncoder, RelatedDocuments
-from services.runtime import MeshSettings
+from services.graph.client import GraphApi
 from services.runtime.errors import DomainError
 
 log = logging.getLogger("docuthinker.rag.answers")
@@ -34,18 +34,12 @@ def _serves(task: str) -> bool:
         return False
 
 
-def graph_related(mesh: MeshSettings) -> RelatedDocuments:
+def graph_related(graph: GraphApi) -> RelatedDocuments:
     """Related documents from the graph service; best effort (a graph outage means no expansion)."""
-    state: dict = {}
 
     async def related(document_id: str, limit: int) -> Sequence[str]:
-        from services.graph.client import GraphClient
-        from services.runtime import service_channel
-
-        if "client" not in state:
-            state["client"] = GraphClient(service_channel("graph", mesh))
         try:
-            return [d.document_id for d in await state["client"].related(document_id, limit)]
+            return [d.document_id for d in await graph.related(document_id, limit)]
         except DomainError as exc:
             log.warning("graph expansion skipped", extra={"fields": {"document_id": document_id, "error": str(exc)}})
             return []

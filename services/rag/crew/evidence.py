@@ -3,7 +3,7 @@
 ``EvidenceSearch`` is the RAG service's own hybrid retrieval (the crew runs inside the RAG
 service, so it is called in process: no loopback hop through the server's interceptors and
 serialisation, and the tenant is passed explicitly rather than trusted from a header).
-``TopicSource`` is the NLP service's ExtractTopics (``services.rag.analysis.nlp.NlpClient``).
+``TopicSource`` is the NLP service's ExtractTopics (``services.nlp.client.NlpClient``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Protocol
 
 from services.rag.retrieval import RetrievedChunk
+from services.nlp.client import Topic
 
 
 @dataclass(frozen=True)
@@ -25,12 +26,6 @@ class Snippet:
     snippet: str
     document_id: str
     chunk_id: str
-
-
-@dataclass(frozen=True)
-class Topic:
-    name: str
-    weight: float
 
 
 class EvidenceSearch(Protocol):

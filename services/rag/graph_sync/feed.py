@@ -2,7 +2,7 @@
 
 Two ports keep the transport out of the domain: ``FactExtractor`` (the NLP service's
 ExtractTopics and ExtractEntities) and ``GraphWriter`` (``services.graph.client.GraphClient``
-satisfies it). ``mesh_feed`` wires both to the mesh over ``service_channel``; every call runs
+satisfies it). ``mesh_feed`` wires both to the mesh over the service's ``ChannelPool``; every call runs
 in a request context bound to the document's tenant, so the tenant, a request id and a
 deadline travel with it although no RPC of a caller is in progress (the worker runs in the
 background).
@@ -20,18 +20,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
-from docuthinker.nlp.v1 import nlp_service_pb2_grpc as nlp_grpc
 from services.graph.client import GraphClient
 from services.graph.entity_resolution import entity_key, topic_key
 from services.graph.upsert_batching import MAX_NAME_CHARS
 from services.rag.documents import DocumentRecord, Section
+from services.nlp.client import NlpClient
 from services.rag.graph_sync.settings import GraphSyncSettings
-from services.runtime import MeshSettings, request_context, service_channel
-from services.runtime.errors import DeadlineExceeded, Unavailable, from_rpc_error
+from services.runtime import ChannelPool, request_context
+from services.runtime.errors import DomainError
 
 log = logging.getLogger("docuthinker.rag.graph")
 
@@ -174,102 +170,38 @@ class GraphFeed:
 
 
 class NlpFactExtractor:
-    """``NlpService.ExtractTopics`` / ``ExtractEntities`` with inline text (NLP fetching the text
-    back from RAG would be a round trip through this very service)."""
+    """``FactExtractor`` over the NLP client, with inline text (NLP fetching the text back from
+    RAG would be a round trip through this very service)."""
 
-    def __init__(self, mesh: MeshSettings) -> None:
-        self._mesh = mesh
-        self._channel: grpc.aio.Channel | None = None
-
-    def _stub(self) -> nlp_grpc.NlpServiceStub:
-        if self._channel is None:  # created on first use, inside the server's event loop
-            self._channel = service_channel("nlp", self._mesh)
-        return nlp_grpc.NlpServiceStub(self._channel)
+    def __init__(self, nlp: NlpClient) -> None:
+        self._nlp = nlp
 
     async def topics(self, text: str, limit: int) -> list[Topic]:
-        try:
-            reply = await self._stub().ExtractTopics(nlp_pb.ExtractTopicsRequest(text=text, max_topics=limit))
-        except grpc.aio.AioRpcError as exc:
-            raise _nlp_error(exc) from exc
-        return [(t.name, t.weight) for t in reply.topics]
+        return [(t.name, t.weight) for t in await self._nlp.topics(text, limit)]
 
     async def entities(self, text: str, labels: Sequence[str]) -> list[Entity]:
-        try:
-            reply = await self._stub().ExtractEntities(nlp_pb.ExtractEntitiesRequest(text=text, labels=list(labels)))
-        except grpc.aio.AioRpcError as exc:
-            raise _nlp_error(exc) from exc
-        return [(e.text, e.label, e.count) for e in reply.entities]
-
-    async def close(self) -> None:
-        if self._channel is not None:
-            await self._channel.close()
-            self._channel = None
-
-
-class MeshGraphWriter:
-    """``GraphClient`` over a mesh channel opened on first use (inside the server's event loop)."""
-
-    def __init__(self, mesh: MeshSettings) -> None:
-        self._mesh = mesh
-        self._channel: grpc.aio.Channel | None = None
-        self._client: GraphClient | None = None
-
-    def _graph(self) -> GraphClient:
-        if self._client is None:
-            self._channel = service_channel("graph", self._mesh)
-            self._client = GraphClient(self._channel)
-        return self._client
-
-    async def upsert_document(self, document_id: str, title: str = "", file_type: str = "",
-                              topics: Sequence[Topic] = (), entities: Sequence[Entity] = ()) -> Any:
-        return await self._graph().upsert_document(document_id, title, file_type, topics, entities)
-
-    async def delete_document(self, document_id: str) -> Any:
-        return await self._graph().delete_document(document_id)
-
-    async def close(self) -> None:
-        if self._channel is not None:
-            await self._channel.close()
-            self._channel, self._client = None, None
+        return [(e.text, e.label, e.count) for e in await self._nlp.entities(text, labels)]
 
 
 class MeshPeerHealth:
-    """The standard gRPC health service of the NLP and graph services, on channels opened on first use."""
+    """The standard gRPC health service of the NLP and graph services."""
 
     SERVICES = ("nlp", "graph")
 
-    def __init__(self, mesh: MeshSettings, timeout_s: float = 1.0) -> None:
-        self._mesh = mesh
+    def __init__(self, channels: ChannelPool, timeout_s: float = 1.0) -> None:
+        self._channels = channels
         self._timeout_s = timeout_s
-        self._channels: dict[str, grpc.aio.Channel] = {}
 
     async def serving(self) -> bool:
         for name in self.SERVICES:
-            if name not in self._channels:
-                self._channels[name] = service_channel(name, self._mesh)
-            stub = health_pb2_grpc.HealthStub(self._channels[name])
             try:
-                reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=self._timeout_s)
-            except grpc.aio.AioRpcError:
-                return False
-            if reply.status != health_pb2.HealthCheckResponse.SERVING:
+                if await self._channels.serving_status(name, self._timeout_s) != "SERVING":
+                    return False
+            except DomainError:
                 return False
         return True
 
-    async def close(self) -> None:
-        channels, self._channels = self._channels, {}
-        for channel in channels.values():
-            await channel.close()
 
-
-def _nlp_error(exc: grpc.aio.AioRpcError):
-    message = f"nlp: {exc.details() or exc.code().name}"
-    if exc.code() == grpc.StatusCode.UNAVAILABLE:
-        return Unavailable(message, reason="NLP_UNAVAILABLE")
-    if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return DeadlineExceeded(message, reason="NLP_DEADLINE_EXCEEDED")
-    return from_rpc_error(exc, "nlp")
-
-
-def mesh_feed(mesh: MeshSettings, settings: GraphSyncSettings) -> GraphFeed:
-    return GraphFeed(NlpFactExtractor(mesh), MeshGraphWriter(mesh), settings, MeshPeerHealth(mesh))
+def mesh_feed(channels: ChannelPool, settings: GraphSyncSettings) -> GraphFeed:
+    """The feed over the RAG service's pool (which the server closes)."""
+    return GraphFeed(NlpFactExtractor(NlpClient(channels)), GraphClient(channels), settings, MeshPeerHealth(channels))
