@@ -18,6 +18,7 @@ from google.protobuf import json_format
 
 from docuthinker.nlp.v1 import nlp_service_pb2 as pb
 from docuthinker.nlp.v1 import nlp_service_pb2_grpc as pb_grpc
+from services.nlp.engines import Engine
 from services.runtime.clients import ServiceClient
 
 _LABELS = {
@@ -40,12 +41,6 @@ OPERATIONS: dict[str, tuple[str, type]] = {
     "rewrite": ("RewriteText", pb.RewriteTextRequest),
     "translate": ("TranslateText", pb.TranslateTextRequest),
 }
-
-
-@dataclass(frozen=True)
-class Engine:
-    provider: str
-    model: str
 
 
 @dataclass(frozen=True)
