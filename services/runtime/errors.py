@@ -131,8 +131,8 @@ def status_from_exception(exc: BaseException, trace_id: str | None = None) -> st
     """
     if isinstance(exc, DomainError):
         status = exc.to_status_proto()
-    elif isinstance(exc, grpc.aio.AioRpcError):
-        status = status_pb2.Status(code=exc.code().value[0], message=exc.details() or "")
+    elif isinstance(exc, grpc.aio.AioRpcError):  # a peer's failure no typed client mapped: its status as sent
+        status = remote_error(exc, "peer").status
     else:
         status = status_pb2.Status(code=code_pb2.INTERNAL, message="internal error")
     if trace_id:
