@@ -10,9 +10,8 @@ be replayed later from its letter alone.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
-
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from services.nlp.client import LlmUsage
 from services.orchestrator import graph_queries
