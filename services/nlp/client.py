@@ -119,7 +119,7 @@ class NlpClient(ServiceClient):
     STUB = pb_grpc.NlpServiceStub
 
     async def summarize(self, text: str, max_sentences: int = 0, style: str = "") -> Summary:
-        request = pb.SummarizeRequest(text=text, max_sentences=max_sentences, style=_STYLES.get(style, 0))
+        request = pb.SummarizeRequest(text=text, max_sentences=max_sentences, style=_STYLES.get(style, pb.SUMMARY_STYLE_UNSPECIFIED))
         reply = await self._unary("Summarize", request)
         return Summary(reply.summary, tuple(s.text for s in reply.sentences), _engine(reply.engine),
                        tuple(reply.bullets))

@@ -11,7 +11,7 @@ request id, deadline, metrics, traces) and the contract-derived retry policy
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -55,7 +55,7 @@ class ChannelPool:
             await channel.close()
 
 
-Peer = ChannelPool | grpc.aio.Channel
+Peer: TypeAlias = ChannelPool | grpc.aio.Channel
 """Where a typed client's calls go: a pool (the service's own peers) or one channel (tests, tools)."""
 
 
