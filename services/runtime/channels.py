@@ -8,11 +8,13 @@ Each call carries the caller's remaining deadline (see ``interceptors``).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import grpc
 
 from services.runtime.config import MeshSettings
 from services.runtime.interceptors import client_interceptors
+from services.runtime.peers import channel_target
 
 _RETRY_SERVICE_CONFIG = {
     "methodConfig": [
@@ -30,8 +32,10 @@ _RETRY_SERVICE_CONFIG = {
 }
 
 
-def open_channel(target: str, settings: MeshSettings, *, retries: bool = True) -> grpc.aio.Channel:
+def open_channel(target: str, settings: MeshSettings, *, retries: bool = True,
+                 extra_options: Sequence[tuple[str, object]] = ()) -> grpc.aio.Channel:
     options = [
+        *extra_options,
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
         ("grpc.enable_retries", 1 if retries else 0),
@@ -48,4 +52,6 @@ def open_channel(target: str, settings: MeshSettings, *, retries: bool = True) -
 
 
 def service_channel(service: str, settings: MeshSettings, *, retries: bool = True) -> grpc.aio.Channel:
-    return open_channel(settings.address_of(service), settings, retries=retries)
+    # Every replica behind the peer's target, calls spread round-robin (a retry lands on the next replica).
+    target, balancing = channel_target(settings.address_of(service))
+    return open_channel(target, settings, retries=retries, extra_options=balancing)
