@@ -40,12 +40,22 @@ def mesh(tmp_path_factory):
         yield running
 
 
+STORE_BACKENDS = ["embedded", "postgres"]
+
+
+def pytest_generate_tests(metafunc):
+    """Modules marked ``store_backends`` run each test that opens stores once per backend: the
+    congruence suites (the same assertions on the embedded stores and on PostgreSQL)."""
+    if "store_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("store_backends"):
+        metafunc.parametrize("store_backend", STORE_BACKENDS, indirect=True)
+
+
 @pytest.fixture(scope="session")
 def postgres_server(tmp_path_factory):
     """One real PostgreSQL 16 with pgvector (PyPI pgserver) for the session; tests take databases of it."""
     from services.storage.local_server import LocalPostgres
 
-    server = LocalPostgres(tmp_path_factory.mktemp("pg"))
+    server = LocalPostgres(tmp_path_factory.mktemp("pg"), durable=False)
     yield server
     server.stop()
 
@@ -66,8 +76,7 @@ def postgres_dsn(postgres_server):
 
 @pytest.fixture
 def store_backend(request) -> str:
-    """``embedded`` unless a test module runs its tests on both backends (the store congruence suites):
-    ``pytestmark = pytest.mark.parametrize("store_backend", ["embedded", "postgres"], indirect=True)``."""
+    """``embedded``, or each backend in turn in modules marked ``store_backends``."""
     return getattr(request, "param", "embedded")
 
 

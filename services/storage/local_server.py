@@ -15,7 +15,9 @@ DATABASE = "docuthinker"
 
 
 class LocalPostgres:
-    def __init__(self, data_dir: pathlib.Path) -> None:
+    def __init__(self, data_dir: pathlib.Path, durable: bool = True) -> None:
+        """``durable=False`` (tests) turns fsync off: a power cut could lose the data, a crash of
+        the server could not, and creating a database per test no longer waits on the disk."""
         import pgserver  # a dependency of the postgres backend only
 
         self.data_dir = pathlib.Path(data_dir)
@@ -25,6 +27,9 @@ class LocalPostgres:
         exists = self._server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}';")
         if "1 row" not in exists:
             self._server.psql(f"CREATE DATABASE {DATABASE};")
+        if not durable:
+            self._server.psql("ALTER SYSTEM SET fsync = off;")
+            self._server.psql("SELECT pg_reload_conf();")
 
     @property
     def dsn(self) -> str:

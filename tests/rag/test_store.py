@@ -26,7 +26,7 @@ from .probes import held_by_each_store
 
 EMBED = HashEmbedder()
 
-pytestmark = pytest.mark.parametrize("store_backend", ["embedded", "postgres"], indirect=True)
+pytestmark = pytest.mark.store_backends  # every test that uses the stores runs on both backends
 
 
 def embedded_only(store_backend: str, why: str) -> None:
