@@ -35,8 +35,9 @@ pytestmark = pytest.mark.e2e
 TENANT = "scale-e2e"
 METADATA = (("x-tenant-id", TENANT),)
 REPLICAS = {"rag": 2, "nlp": 2, "orchestrator": 2}
-# One vendor chat costs (1200 x 0.15 + 300 x 0.6) / 1e6 = 0.00036 USD: the first fits this budget, the next does not.
-DAILY_BUDGET_USD = 0.0003
+# One vendor chat costs (1200 x 0.15 + 300 x 0.6) / 1e6 = 0.00036 USD and is admitted when the spend so far plus
+# its estimate (about 0.0006 USD) fits the budget: the first fits, the second (after 0.00036 spent) does not.
+DAILY_BUDGET_USD = 0.0008
 LOAD_SEARCHES = 40
 LOAD_UPLOADS = 8
 KILL_AFTER = 10  # completed load calls before the SIGKILL
@@ -138,20 +139,39 @@ def _upload_texts() -> dict[str, str]:
             for n in range(LOAD_UPLOADS)}
 
 
+def _big_text() -> str:
+    """Large enough (hundreds of chunks) that its ingestion is still running when the replica is killed."""
+    return "\n\n".join(f"Folio {n} of the Orrin canal survey. The surveyor measured the depth of reach {n} at "
+                         f"{n % 9 + 1} feet and noted {n % 5} barges moored at the wharf of mile {n}."
+                         for n in range(1500)) + "\n\nMarker word zyxbigqv."
+
+
 def test_a_rag_replica_killed_under_load_costs_no_idempotent_call_and_no_upload(replicated):
     gateway = httpx.Client(base_url=replicated.base_url, timeout=300, headers={"x-tenant-id": TENANT})
-    uploads = _upload_texts()
+    uploads = {**_upload_texts(), "folio.txt": _big_text()}
+    survivor = _rag(replicated, "rag")
+    # An upload straight to the replica that will die, caught mid-ingestion (seen in progress by the other one).
+    in_flight = ThreadPoolExecutor(max_workers=1).submit(_ingest, _rag(replicated, "rag-2"), "folio.txt",
+                                                         uploads["folio.txt"])
+    deadline = time.monotonic() + 300
+    while not (started := [d for d in survivor.ListDocuments(rpb.ListDocumentsRequest(page_size=100), metadata=METADATA,
+                                                             timeout=30).documents if d.filename == "folio.txt"]):
+        assert time.monotonic() < deadline and not in_flight.done(), "the large upload never showed up in progress"
+        time.sleep(0.1)
+    folio_id = started[0].document_id
     done = Counter()
     failures: dict[str, list[str]] = {"search": [], "upload_first_try": []}
     lock = threading.Lock()
-    killed = threading.Event()
+    killed: dict[str, int] = {}
 
     def completed() -> None:
         with lock:
             done["calls"] += 1
-            if done["calls"] == KILL_AFTER and not killed.is_set():
+            if done["calls"] == KILL_AFTER and not killed:
+                status = survivor.GetDocument(rpb.GetDocumentRequest(document_id=folio_id), metadata=METADATA,
+                                              timeout=30).document.status
                 os.kill(replicated.pids()["rag-2"], signal.SIGKILL)
-                killed.set()
+                killed["folio_status"] = status
 
     def search(n: int) -> None:
         reply = gateway.post("/v1/search", json={"query": f"toll of lock {n % LOAD_UPLOADS}", "top_k": 3})
@@ -170,17 +190,22 @@ def test_a_rag_replica_killed_under_load_costs_no_idempotent_call_and_no_upload(
         completed()
 
     calls = [lambda n=n: search(n) for n in range(LOAD_SEARCHES)]
-    for i, name in enumerate(uploads):  # uploads spread through the searches
+    for i, name in enumerate(_upload_texts()):  # uploads spread through the searches
         calls.insert(i * (LOAD_SEARCHES // LOAD_UPLOADS) + 1, lambda name=name: first_upload(name))
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(lambda call: call(), calls))
-    assert killed.is_set()
+    assert killed, "the load finished before the kill"
+    assert killed["folio_status"] not in (dpb.DOCUMENT_STATUS_READY, dpb.DOCUMENT_STATUS_FAILED), killed
     assert replicated.reap("rag-2") == -signal.SIGKILL
     # Searches are idempotent: Envoy retried each that met the dead replica on the other one.
     assert failures["search"] == [], failures["search"]
-    # An upload is not retried by Envoy; the client sends the same bytes again, which the store recognises
-    # (content hash): nothing is indexed twice whichever replica had it.
-    for name in failures["upload_first_try"]:
+    # An upload is not idempotent for the transport: the one on the killed replica failed for its client, as did
+    # any the gateway had sent there. The client sends the same bytes again, which is safe (content hash: the same
+    # document id); the surviving replica finishes the ingestion, and nothing is indexed twice.
+    with pytest.raises(grpc.RpcError) as lost:
+        in_flight.result()
+    assert lost.value.code() == grpc.StatusCode.UNAVAILABLE
+    for name in ["folio.txt", *failures["upload_first_try"]]:
         retry = upload(name)
         assert retry.status_code == 200, retry.text
     listed = gateway.get("/v1/documents", params={"page_size": 100}).json()["documents"]
@@ -193,8 +218,11 @@ def test_a_rag_replica_killed_under_load_costs_no_idempotent_call_and_no_upload(
         hits = gateway.post("/v1/search", json={"query": marker, "top_k": 10}).json()["results"]
         owners = {h["provenance"]["document_id"] for h in hits if marker in h["text"]}
         assert owners == {current["document_id"]}, (marker, owners)
+    folio = next(d for d in listed if d["filename"] == "folio.txt")
+    chunks = gateway.get(f"/v1/documents/{folio['document_id']}").json()["document"]["chunk_count"]
     print(f"\nreplica load: {LOAD_SEARCHES} searches, 0 failed; {LOAD_UPLOADS} uploads, "
-          f"{len(failures['upload_first_try'])} retried by the client after the kill")
+          f"{len(failures['upload_first_try'])} retried by the client after the kill; the upload killed mid-ingestion"
+          f" (status {dpb.DocumentStatus.Name(killed['folio_status'])}) re-sent and READY once ({chunks} chunks)")
     replicated.start_service("rag-2")
 
 
