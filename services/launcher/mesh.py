@@ -28,6 +28,7 @@ from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.runtime.config import SERVICE_NAMES, MeshSettings
+from services.storage import local_server
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTTP_APPS = (http_apps.OPENAI_API,)
@@ -105,6 +106,7 @@ class Mesh:
     """Each service child runs in its own memory cgroup (``make run``); None: no ceiling (tests)."""
     _procs: dict[str, subprocess.Popen] = field(init=False, default_factory=dict)
     _argv: dict[str, list[str]] = field(init=False, default_factory=dict)
+    postgres: local_server.LocalPostgres | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.data_dir = pathlib.Path(self.data_dir).resolve()
@@ -209,6 +211,8 @@ class Mesh:
 
     def start(self) -> Mesh:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        # The postgres backend without a DSN: a local PostgreSQL (pgserver) the services share.
+        self.postgres = local_server.start_for_mesh(self.env, self.data_dir)
         for name in SERVICE_NAMES:
             self.start_service(name, wait=False)
         self._wait_serving(list(SERVICE_NAMES))
@@ -266,6 +270,9 @@ class Mesh:
                 codes[name] = self.stop_service(name)
         for name in list(self._procs):  # anything else it started
             codes[name] = self.stop_service(name)
+        if self.postgres is not None:
+            self.postgres.stop()
+            self.postgres = None
         if self.memory_ceiling is not None:
             self.memory_ceiling.remove()
         return codes
