@@ -51,13 +51,21 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory):
-    """One real PostgreSQL 16 with pgvector (PyPI pgserver) for the session; tests take databases of it."""
+def postgres_server():
+    """One real PostgreSQL 16 with pgvector (PyPI pgserver) for the session; tests take databases of it.
+
+    Its directory is not under pytest's basetemp: concurrent pytest runs of the same user prune
+    old basetemps, which pulled the data directory from under a running server."""
+    import shutil
+    import tempfile
+
     from services.storage.local_server import LocalPostgres
 
-    server = LocalPostgres(tmp_path_factory.mktemp("pg"), durable=False)
+    root = pathlib.Path(tempfile.mkdtemp(prefix="docuthinker-pg-"))
+    server = LocalPostgres(root, durable=False)
     yield server
     server.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

@@ -28,6 +28,9 @@ from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.runtime.config import SERVICE_NAMES, MeshSettings, settings_from_env
+from services.graph.settings import GraphSettings
+from services.storage import local_server
+from services.storage.settings import StorageSettings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTTP_APPS = (http_apps.OPENAI_API,)
@@ -92,9 +95,6 @@ def http_serving(url: str, timeout: float = 1.0) -> bool:
 
 REPLICA_PORT_STRIDE = 10
 """Replica ``i`` (from 0) of a service listens on its configured port + ``i`` x this (ports 50061, 9471 ... for rag)."""
-SHARED_STATE = {"rag": ("DOCUTHINKER_STORE_BACKEND", "postgres"), "orchestrator": ("DOCUTHINKER_STORE_BACKEND", "postgres"),
-                "graph": ("DOCUTHINKER_GRAPH_BACKEND", "neo4j")}
-"""Services whose state is in their process unless this setting says otherwise: one replica only, else."""
 
 
 @dataclass(frozen=True)
@@ -116,14 +116,18 @@ def replica_names(service: str, count: int) -> list[str]:
 
 def check_replicas(replicas: Mapping[str, int], env: Mapping[str, str]) -> None:
     """Refuses replicas that would each keep their own state (they would see different documents)."""
+    shared = {"rag": settings_from_env(StorageSettings, env).postgres,
+              "orchestrator": settings_from_env(StorageSettings, env).postgres,
+              "graph": settings_from_env(GraphSettings, env).backend == "neo4j"}
+    needs = {"rag": "DOCUTHINKER_STORE_BACKEND=postgres", "orchestrator": "DOCUTHINKER_STORE_BACKEND=postgres",
+             "graph": "DOCUTHINKER_GRAPH_BACKEND=neo4j"}
     for service, count in replicas.items():
         if service not in (*SERVICE_NAMES, *HTTP_APPS):
             raise ValueError(f"replicas of {service!r}: no such service (one of {', '.join(SERVICE_NAMES)})")
         if count < 1:
             raise ValueError(f"replicas of {service}: at least 1, not {count}")
-        need = SHARED_STATE.get(service)
-        if count > 1 and need is not None and env.get(need[0], "").lower() != need[1]:
-            raise ValueError(f"{count} replicas of {service} need {need[0]}={need[1]}: with embedded stores each"
+        if count > 1 and not shared.get(service, True):
+            raise ValueError(f"{count} replicas of {service} need {needs[service]}: with embedded stores each"
                              " replica would keep its own state")
 
 
@@ -147,6 +151,7 @@ class Mesh:
     """Each service child runs in its own memory cgroup (``make run``); None: no ceiling (tests)."""
     _procs: dict[str, subprocess.Popen] = field(init=False, default_factory=dict)
     _argv: dict[str, list[str]] = field(init=False, default_factory=dict)
+    postgres: local_server.LocalPostgres | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.data_dir = pathlib.Path(self.data_dir).resolve()
@@ -174,23 +179,22 @@ class Mesh:
 
     def _plan_children(self, env: dict[str, str], configured: MeshSettings) -> None:
         """Ports of every replica, and each service's target (all its replicas) for its peers and Envoy."""
+        def replica_port(configured_port: int, replica: int) -> int:
+            if replica == 0:
+                return configured_port
+            return free_port() if self.auto_ports else configured_port + replica * REPLICA_PORT_STRIDE
+
         for service in (*SERVICE_NAMES, *HTTP_APPS):
-            has_metrics = service in SERVICE_NAMES
             ports = []
             for i, name in enumerate(replica_names(service, self.replicas.get(service, 1))):
-                first = i == 0
-                port = configured.port_of(service) if first else (
-                    free_port() if self.auto_ports else configured.port_of(service) + i * REPLICA_PORT_STRIDE)
-                metrics_port = None
-                if has_metrics:
-                    metrics_port = configured.metrics_port_of(service) if first else (
-                        free_port() if self.auto_ports else configured.metrics_port_of(service) + i * REPLICA_PORT_STRIDE)
+                grpc_port = replica_port(configured.port_of(service), i)
+                metrics_port = replica_port(configured.metrics_port_of(service), i) if service in SERVICE_NAMES else None
                 key = f"DOCUTHINKER_{service.upper()}"
-                overrides = {f"{key}_PORT": str(port)}
+                overrides = {f"{key}_PORT": str(grpc_port)}
                 if metrics_port is not None:
                     overrides[f"{key}_METRICS_PORT"] = str(metrics_port)
-                self.children[name] = Child(name, service, port, metrics_port, overrides)
-                ports.append(port)
+                self.children[name] = Child(name, service, grpc_port, metrics_port, overrides)
+                ports.append(grpc_port)
             # The launcher runs every replica on this machine: that is where peers find them.
             env[f"DOCUTHINKER_{service.upper()}_TARGET"] = ",".join(f"{configured.local_host}:{p}" for p in ports)
 
@@ -280,6 +284,8 @@ class Mesh:
 
     def start(self) -> Mesh:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        # The postgres backend without a DSN: a local PostgreSQL (pgserver) the services share.
+        self.postgres = local_server.start_for_mesh(self.env, self.data_dir)
         services = [c.name for c in self.children.values() if c.service in SERVICE_NAMES]
         for name in services:
             self.start_service(name, wait=False)
@@ -340,6 +346,9 @@ class Mesh:
                 codes[name] = self.stop_service(name)
         for name in list(self._procs):  # anything else it started
             codes[name] = self.stop_service(name)
+        if self.postgres is not None:
+            self.postgres.stop()
+            self.postgres = None
         if self.memory_ceiling is not None:
             self.memory_ceiling.remove()
         return codes

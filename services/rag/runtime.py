@@ -90,7 +90,8 @@ class RagRuntime:
         root = pathlib.Path(data_dir) / "rag"
         storage = storage or storage_settings()
         if storage.postgres:
-            metadata, blobs, vectors, keyword, index = _open_postgres(root, storage, embedder)
+            metadata, blobs, vectors, keyword, index = open_postgres_stores(
+                root, storage, embedder.name, embedder.dimension)
             loaded, orphans = 0, 0  # nothing to rebuild: searches read the database
         else:
             metadata = MetadataStore(metadata_path(data_dir))
@@ -121,7 +122,7 @@ class RagRuntime:
         await asyncio.to_thread(self.metadata.close)
 
 
-def _open_postgres(root: pathlib.Path, storage: StorageSettings, embedder: TextEmbedder):
+def open_postgres_stores(root: pathlib.Path, storage: StorageSettings, model_name: str, dimension: int):
     """The same ports on the shared database (migrated on open); BM25 caches, if chosen, stay per replica."""
     from services.rag.store.pg_blobs import PostgresBlobStore
     from services.rag.store.pg_index import Bm25Keywords, FullTextKeywords, PostgresChunkIndex, PostgresVectors
@@ -131,7 +132,7 @@ def _open_postgres(root: pathlib.Path, storage: StorageSettings, embedder: TextE
     db = shared(storage.dsn(), storage.postgres_pool_size)
     metadata = PostgresMetadataStore(db)
     blobs = BlobStore(root / "originals") if storage.postgres_blobs == "filesystem" else PostgresBlobStore(db)
-    vectors = PostgresVectors(db, embedder.name, embedder.dimension, storage.postgres_hnsw_ef_search)
+    vectors = PostgresVectors(db, model_name, dimension, storage.postgres_hnsw_ef_search)
     if storage.postgres_keyword == "bm25":
         cache = KeywordIndex(root / "bm25-cache", metadata)
         cache.load()

@@ -55,6 +55,17 @@ class LocalPostgres:
         self.stop()
 
 
+def start_for_mesh(env: dict[str, str], data_dir: pathlib.Path) -> LocalPostgres | None:
+    """The launcher's one-command run on the postgres backend: with ``DOCUTHINKER_STORE_BACKEND=postgres``
+    and no ``DOCUTHINKER_POSTGRES_DSN``, starts a local server under ``<data_dir>/postgres`` and puts
+    its DSN in ``env`` for the services. None: nothing to start (embedded, or a DSN was given)."""
+    if env.get("DOCUTHINKER_STORE_BACKEND", "embedded") != "postgres" or env.get("DOCUTHINKER_POSTGRES_DSN"):
+        return None
+    server = LocalPostgres(pathlib.Path(data_dir) / "postgres")
+    env["DOCUTHINKER_POSTGRES_DSN"] = server.dsn
+    return server
+
+
 def _check_name(name: str) -> None:
     if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", name):
         raise ValueError(f"not a plain database name: {name!r}")

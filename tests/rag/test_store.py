@@ -176,3 +176,32 @@ def test_chunk_reads_use_the_narrow_key_not_a_tenant_scan(open_runtime, store_ba
         plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
         assert "documents_by_status" not in plan and "chunks_by_key (tenant=?)" not in plan, (sql[:80], plan)
         assert "SCAN" not in plan, (sql[:80], plan)
+
+
+def test_no_store_reads_or_changes_another_tenants_data(open_runtime) -> None:
+    """Every store is reached with the wrong tenant for data that exists under another one."""
+    runtime = open_runtime()
+    record, sections, chunks = _document(runtime, "acme", ["confidential turbine tolerances"])
+    _index(runtime, record, sections, chunks)
+    runtime.blobs.put("acme", record.content_sha256, b"original bytes")
+    doc, ids = record.document_id, [c.chunk_id for c in chunks]
+    query = EMBED.encode(["confidential turbine"])[0]
+
+    assert runtime.metadata.get_document("globex", doc) is None
+    assert runtime.metadata.list_documents("globex", 10) == [] and runtime.metadata.count_documents("globex") == 0
+    assert runtime.metadata.document_chunks("globex", doc) == []
+    assert runtime.metadata.visible_chunk_ids("globex", [doc]) == []
+    assert runtime.index.get_chunks("globex", ids) == []
+    assert runtime.index.dense_search("globex", query, 5, [doc]) == []
+    assert runtime.index.keyword_search("globex", "confidential", 5, [doc]) == []
+    assert runtime.blobs.get("globex", record.content_sha256) is None
+    assert not runtime.blobs.exists("globex", record.content_sha256)
+
+    runtime.blobs.delete("globex", record.content_sha256)
+    assert runtime.metadata.clear_chunks("globex", doc) == []
+    assert runtime.index.remove_document("globex", doc) == 0
+    assert runtime.metadata.delete_document("globex", doc) == []
+    assert runtime.blobs.get("acme", record.content_sha256) == b"original bytes"  # all still there for acme
+    assert runtime.metadata.get_document("acme", doc).status is DocumentStatus.READY
+    assert set(held_by_each_store(runtime, "acme", ids).values()) == {1}
+    assert runtime.index.dense_search("acme", query, 5)[0][0] == ids[0]
