@@ -35,8 +35,9 @@ import psutil
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 TENANT = {"x-tenant-id": "bench-replicas"}
-_WORDS = ("harbour lock canal toll keeper ledger barge tide gate river mill grain cargo ferry bridge quay warden "
-          "survey parish market rope timber pier beacon vessel channel weir basin wharf county merchant").split()
+_WORDS = ("harbour", "lock", "canal", "toll", "keeper", "ledger", "barge", "tide", "gate", "river", "mill", "grain",
+          "cargo", "ferry", "bridge", "quay", "warden", "survey", "parish", "market", "rope", "timber", "pier", "beacon",
+          "vessel", "channel", "weir", "basin", "wharf", "county", "merchant")
 
 
 def corpus(docs: int, paragraphs: int, seed: int) -> list[tuple[str, bytes]]:
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     cores = os.cpu_count() or 1
     results = {
         "benchmark": "ingest throughput, 1 vs 2 rag replicas on one PostgreSQL, through Envoy",
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {"host": platform.node(), "cpu_count": cores, "python": platform.python_version()},
         "settings": {"docs": args.docs, "paragraphs": args.paragraphs, "clients": args.clients},
         "runs": runs,
