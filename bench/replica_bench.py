@@ -14,6 +14,12 @@ Why little gain is expected here: ingestion is CPU-bound (embedding with MiniLM 
 chunking) and this machine has two cores shared by every process of the mesh (and, while it was
 measured, by other work), so a second replica adds a process, not a core. The estimate assumes what
 a cluster gives: one replica per node with its own cores, and PostgreSQL as the shared limit.
+
+Reading a gain that is larger anyway: compare ``rag_cpu_s``. On 2026-12-02 both runs spent the same
+12.8 rag CPU-seconds, yet two replicas finished in 26 s instead of 45 s: the machine ran at load ~19
+(other sessions' tests), and the scheduler gives each runnable process its share, so two rag
+processes simply took twice the share from the neighbours. That is not capacity a cluster node has;
+on an idle two-core machine one replica's torch threads already use both cores for embedding.
 """
 
 from __future__ import annotations
