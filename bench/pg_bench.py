@@ -29,9 +29,8 @@ from bench.corpus import BenchCorpus, DiskCachedEncoder
 from bench.environment import describe as environment
 from bench.stats import latency_summary
 from bench.synthetic_corpus import CHUNKS_PER_DOCUMENT, _document, base_pool, synthetic_chunks
-from services.models.embedder import DIMENSION, MODEL_NAME
 from services.rag.documents import GraphSyncState
-from services.rag.retrieval import FusionMethod, HybridRetriever, RetrievalConfig
+from services.rag.retrieval import HybridRetriever, RetrievalConfig
 from services.rag.settings import RagSettings
 from services.storage.local_server import LocalPostgres
 from services.storage.postgres import close_shared

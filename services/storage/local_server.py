@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+from typing import Self
 
 DATABASE = "docuthinker"
 
@@ -48,7 +49,7 @@ class LocalPostgres:
     def stop(self) -> None:
         self._server.cleanup()
 
-    def __enter__(self) -> LocalPostgres:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -142,9 +142,9 @@ class PostgresGraphOutbox:
 
     # -- inspection ------------------------------------------------------------------
     def entries(self, tenant: str | None = None) -> list[OutboxEntry]:
-        sql, args = f"SELECT {COLUMNS} FROM rag_graph_outbox", ()
+        sql, args = f"SELECT {COLUMNS} FROM rag_graph_outbox", []
         if tenant is not None:
-            sql, args = sql + " WHERE tenant=%s", (tenant,)
+            sql, args = sql + " WHERE tenant=%s", [tenant]
         with self._db.connection() as conn:
             rows = conn.execute(sql + " ORDER BY next_attempt_time, sequence", args).fetchall()
         return [entry_from_row(r) for r in rows]
