@@ -35,3 +35,19 @@ def held_by_each_store(runtime: RagRuntime, tenant: str, chunk_ids: list[str]) -
         "bm25": sum(c in bm25 for c in chunk_ids),
     }
 
+
+
+def vectors_held(runtime: RagRuntime, tenant: str) -> dict[str, int]:
+    """Vectors the tenant has in each vector store (Chroma and FAISS; on PostgreSQL its one table)."""
+    held = {"stored": len(runtime.vectors.stored_ids(tenant))}
+    if hasattr(runtime.vectors, "faiss_count"):
+        held["faiss"] = runtime.vectors.faiss_count(tenant)
+    return held
+
+
+def blobs_held(runtime: RagRuntime, tenant: str) -> int:
+    """Original uploads stored for the tenant (files; on PostgreSQL rows of ``rag_blobs``)."""
+    if hasattr(runtime.blobs, "path"):
+        return sum(p.is_file() for p in runtime.blobs.path(tenant, "00").parents[1].rglob("*"))
+    with runtime.blobs._db.connection() as conn:
+        return conn.execute("SELECT count(*) AS n FROM rag_blobs WHERE tenant = %s", (tenant,)).fetchone()["n"]
