@@ -99,15 +99,21 @@ class BenchCorpus:
 
     TENANT = "bench"
 
-    def __init__(self, encoder: DiskCachedEncoder, root: pathlib.Path | None = None) -> None:
+    def __init__(self, encoder: DiskCachedEncoder, root: pathlib.Path | None = None, storage=None) -> None:
+        """``storage`` (``StorageSettings``): the postgres backend's stores instead of the embedded ones."""
         self._tmp = None if root else tempfile.TemporaryDirectory(prefix="docuthinker-bench-")
         self.root = root or pathlib.Path(self._tmp.name)
         settings = RagSettings()
         self.chunker = ChunkerConfig(settings.chunk_size, settings.chunk_overlap)
         self.encoder = encoder
-        self.metadata = MetadataStore(self.root / "metadata.sqlite3")
-        vectors = VectorStore(self.root / "chroma", MODEL_NAME, 384)
-        self.index = ChunkIndex(self.metadata, vectors, KeywordIndex(self.root / "bm25", self.metadata))
+        if storage is not None and storage.postgres:
+            from services.rag.runtime import open_postgres_stores
+
+            self.metadata, _, _, _, self.index = open_postgres_stores(self.root, storage, MODEL_NAME, 384)
+        else:
+            self.metadata = MetadataStore(self.root / "metadata.sqlite3")
+            vectors = VectorStore(self.root / "chroma", MODEL_NAME, 384)
+            self.index = ChunkIndex(self.metadata, vectors, KeywordIndex(self.root / "bm25", self.metadata))
         self.documents: dict[str, IndexedDocument] = {}
         self.by_document_id: dict[str, IndexedDocument] = {}
         self.chunk_count = 0

@@ -21,7 +21,7 @@ from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
 from gateway import auth as edge_auth
-from gateway import edge_policy, http_apps, static_site
+from gateway import edge_policy, http_apps, static_site, upstreams
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
 from services.runtime.config import SERVICE_NAMES, MeshSettings
@@ -95,6 +95,10 @@ def _routes(service: str, methods: list[Method]) -> list[dict]:
                     "num_retries": 2,
                     "per_try_timeout": f"{UNARY_TIMEOUT_S // 3}s",
                     "retry_back_off": {"base_interval": "0.1s", "max_interval": "1s"},
+                    # A retry goes to another replica than the one that just failed, when there is one.
+                    "retry_host_predicate": [{"name": "envoy.retry_host_predicates.previous_hosts", "typed_config": {
+                        "@type": "type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"}}],
+                    "host_selection_retry_max_attempts": 3,
                 }
         entry = {"match": {"path": method.grpc_path}, "route": route, "name": method.grpc_path}
         if method.name in UNTRUSTED_BYTES:
@@ -107,45 +111,8 @@ def _routes(service: str, methods: list[Method]) -> list[dict]:
 
 
 def _cluster(service: str, settings: MeshSettings, health_service: str) -> dict:
-    return {
-        "name": service,
-        "type": "STATIC",
-        "connect_timeout": "1s",
-        "load_assignment": {
-            "cluster_name": service,
-            "endpoints": [
-                {
-                    "lb_endpoints": [
-                        {
-                            "endpoint": {
-                                "address": {
-                                    "socket_address": {"address": settings.host, "port_value": settings.port_of(service)}
-                                }
-                            }
-                        }
-                    ]
-                }
-            ],
-        },
-        "typed_extension_protocol_options": {
-            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
-                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
-                "explicit_http_config": {"http2_protocol_options": {}},
-            }
-        },
-        "health_checks": [
-            {
-                "timeout": "1s",
-                "interval": "2s",
-                "no_traffic_interval": "2s",
-                "unhealthy_threshold": 1,
-                "healthy_threshold": 1,
-                "grpc_health_check": {"service_name": health_service},
-            }
-        ],
-        # With its only host unhealthy, fail fast with 503 instead of Envoy's panic routing.
-        "common_lb_config": {"healthy_panic_threshold": {"value": 0}},
-    }
+    # Every replica of the service (its target setting), each health-checked and ejected on its own.
+    return upstreams.cluster(service, settings.peer_of(service), {"grpc_health_check": {"service_name": health_service}})
 
 
 def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET,

@@ -7,6 +7,7 @@ auth (when on) still runs first, so the app gets ``x-tenant-id`` from the token 
 
 from __future__ import annotations
 
+from gateway import upstreams
 from services.runtime.config import MeshSettings
 
 OPENAI_API = "openai_api"
@@ -31,23 +32,5 @@ def routes() -> list[dict]:
 
 
 def clusters(settings: MeshSettings) -> list[dict]:
-    endpoint = {"address": {"socket_address": {"address": settings.host, "port_value": settings.openai_api_port}}}
-    return [
-        {
-            "name": OPENAI_API,
-            "type": "STATIC",
-            "connect_timeout": "1s",
-            "load_assignment": {"cluster_name": OPENAI_API, "endpoints": [{"lb_endpoints": [{"endpoint": endpoint}]}]},
-            "health_checks": [
-                {
-                    "timeout": "1s",
-                    "interval": "2s",
-                    "no_traffic_interval": "2s",
-                    "unhealthy_threshold": 1,
-                    "healthy_threshold": 1,
-                    "http_health_check": {"path": HEALTH_PATH},
-                }
-            ],
-            "common_lb_config": {"healthy_panic_threshold": {"value": 0}},
-        }
-    ]
+    return [upstreams.cluster(OPENAI_API, settings.peer_of(OPENAI_API), {"http_health_check": {"path": HEALTH_PATH}},
+                              http2=False)]

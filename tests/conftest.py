@@ -40,6 +40,64 @@ def mesh(tmp_path_factory):
         yield running
 
 
+STORE_BACKENDS = ["embedded", "postgres"]
+
+
+def pytest_generate_tests(metafunc):
+    """Modules marked ``store_backends`` run each test that opens stores once per backend: the
+    congruence suites (the same assertions on the embedded stores and on PostgreSQL)."""
+    if "store_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("store_backends"):
+        metafunc.parametrize("store_backend", STORE_BACKENDS, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One real PostgreSQL 16 with pgvector (PyPI pgserver) for the session; tests take databases of it.
+
+    Its directory is not under pytest's basetemp: concurrent pytest runs of the same user prune
+    old basetemps, which pulled the data directory from under a running server."""
+    import shutil
+    import tempfile
+
+    from services.storage.local_server import LocalPostgres
+
+    root = pathlib.Path(tempfile.mkdtemp(prefix="docuthinker-pg-"))
+    server = LocalPostgres(root, durable=False)
+    yield server
+    server.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server):
+    """A fresh database for one test (migrated when the first store opens it), dropped afterwards."""
+    import uuid
+
+    from services.storage.postgres import close_shared
+
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    dsn = postgres_server.create_database(name)
+    yield dsn
+    close_shared(dsn)
+    postgres_server.drop_database(name)
+
+
+@pytest.fixture
+def store_backend(request) -> str:
+    """``embedded``, or each backend in turn in modules marked ``store_backends``."""
+    return getattr(request, "param", "embedded")
+
+
+@pytest.fixture
+def storage(store_backend, request):
+    """``StorageSettings`` of the backend under test (a fresh PostgreSQL database for ``postgres``)."""
+    from services.storage.settings import StorageSettings
+
+    if store_backend == "embedded":
+        return StorageSettings(store_backend="embedded")
+    return StorageSettings(store_backend="postgres", postgres_dsn=request.getfixturevalue("postgres_dsn"))
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> pathlib.Path:
     """../shared beside the checkout (evaluation data and real-world fixtures; CI has it)."""

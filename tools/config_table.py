@@ -22,6 +22,7 @@ README = ROOT / "README.md"
 START, END = "<!-- config-table:start -->", "<!-- config-table:end -->"
 MODULES = [
     "services.runtime.config",
+    "services.storage.settings",
     "services.providers.settings",
     "services.rag.settings",
     "services.rag.answers.settings",

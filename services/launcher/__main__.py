@@ -11,7 +11,7 @@ import threading
 from services.launcher import demo
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.launcher.mesh import Mesh
-from services.launcher.settings import LauncherSettings
+from services.launcher.settings import LauncherSettings, parse_replicas
 from services.launcher.supervisor import Supervisor
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
@@ -22,11 +22,18 @@ def main() -> int:
     parser.add_argument("--prometheus", action="store_true", default=os.environ.get("DOCUTHINKER_PROMETHEUS") == "1",
                         help="also start a local Prometheus scraping the mesh (or DOCUTHINKER_PROMETHEUS=1)")
     parser.add_argument("--prometheus-port", type=int, default=9090, help="port of that Prometheus (default 9090)")
+    parser.add_argument("--replicas", type=parse_replicas, default=None, metavar="SERVICE=N,...",
+                        help="processes per service, e.g. rag=2,nlp=2,orchestrator=2 (or DOCUTHINKER_LAUNCHER_REPLICAS)")
     args = parser.parse_args()
     settings = MeshSettings()
     launcher = LauncherSettings()
     ceiling = MemoryCeiling(launcher.memory_max_mb)
-    mesh = Mesh(data_dir=settings.data_dir, log_dir=settings.log_dir, memory_ceiling=ceiling)
+    try:
+        mesh = Mesh(data_dir=settings.data_dir, log_dir=settings.log_dir, memory_ceiling=ceiling,
+                    replicas=launcher.replicas if args.replicas is None else args.replicas)
+    except ValueError as exc:
+        print(f"cannot start the mesh: {exc}", file=sys.stderr)
+        return 2
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -41,8 +48,9 @@ def main() -> int:
     print(f"web app:                     {mesh.base_url}/")
     print(f"Envoy admin:                 {mesh.admin_url}")
     print(f"OpenAI-compatible chat API:  {mesh.base_url}/v1/chat/completions")
-    for name in SERVICE_NAMES:
-        print(f"{name:<13} gRPC:          {mesh.grpc_target(name)}")
+    for child in mesh.children.values():
+        if child.service in SERVICE_NAMES:
+            print(f"{child.name:<13} gRPC:          {mesh.grpc_target(child.name)}")
     for name, url in mesh.metrics_urls().items():
         print(f"{name:<13} metrics:       {url}")
     if mesh.settings.otlp_endpoint:

@@ -27,7 +27,10 @@ from gateway import envoy_config, http_apps
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
 from services.launcher.memory_ceiling import MemoryCeiling
-from services.runtime.config import SERVICE_NAMES, MeshSettings
+from services.runtime.config import SERVICE_NAMES, MeshSettings, settings_from_env
+from services.graph.settings import GraphSettings
+from services.storage import local_server
+from services.storage.settings import StorageSettings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTTP_APPS = (http_apps.OPENAI_API,)
@@ -62,8 +65,9 @@ def grpc_serving(address: str, timeout: float = 1.0) -> bool:
         return False
 
 
-def healthy_clusters(admin_url: str) -> set[str]:
-    """The clusters for which Envoy holds a healthy host (its admin /clusters view): those it routes to."""
+def healthy_clusters(admin_url: str, port: int | None = None) -> set[str]:
+    """The clusters for which Envoy holds a healthy host (on ``port``, if given; its admin /clusters view):
+    those it routes to."""
     try:
         with urllib.request.urlopen(f"{admin_url}/clusters?format=json", timeout=1) as reply:
             clusters = json.load(reply)
@@ -75,6 +79,7 @@ def healthy_clusters(admin_url: str) -> set[str]:
         if any(
             host.get("health_status", {}).get("eds_health_status") == "HEALTHY"
             and not host.get("health_status", {}).get("failed_active_health_check", False)
+            and (port is None or host.get("address", {}).get("socket_address", {}).get("port_value") == port)
             for host in cluster.get("host_statuses", [])
         )
     }
@@ -88,23 +93,65 @@ def http_serving(url: str, timeout: float = 1.0) -> bool:
         return False
 
 
+REPLICA_PORT_STRIDE = 10
+"""Replica ``i`` (from 0) of a service listens on its configured port + ``i`` x this (ports 50061, 9471 ... for rag)."""
+
+
+@dataclass(frozen=True)
+class Child:
+    """One process the launcher runs: a replica of a service (or an HTTP app), on its own ports."""
+
+    name: str
+    """``rag`` for the first replica, ``rag-2``, ``rag-3`` ... for the others (log files, supervisor entries)."""
+    service: str
+    port: int
+    metrics_port: int | None
+    env: Mapping[str, str]
+    """What differs from the mesh's environment: this replica's ports."""
+
+
+def replica_names(service: str, count: int) -> list[str]:
+    return [service if i == 0 else f"{service}-{i + 1}" for i in range(count)]
+
+
+def check_replicas(replicas: Mapping[str, int], env: Mapping[str, str]) -> None:
+    """Refuses replicas that would each keep their own state (they would see different documents)."""
+    shared = {"rag": settings_from_env(StorageSettings, env).postgres,
+              "orchestrator": settings_from_env(StorageSettings, env).postgres,
+              "graph": settings_from_env(GraphSettings, env).backend == "neo4j"}
+    needs = {"rag": "DOCUTHINKER_STORE_BACKEND=postgres", "orchestrator": "DOCUTHINKER_STORE_BACKEND=postgres",
+             "graph": "DOCUTHINKER_GRAPH_BACKEND=neo4j"}
+    for service, count in replicas.items():
+        if service not in (*SERVICE_NAMES, *HTTP_APPS):
+            raise ValueError(f"replicas of {service!r}: no such service (one of {', '.join(SERVICE_NAMES)})")
+        if count < 1:
+            raise ValueError(f"replicas of {service}: at least 1, not {count}")
+        if count > 1 and not shared.get(service, True):
+            raise ValueError(f"{count} replicas of {service} need {needs[service]}: with embedded stores each"
+                             " replica would keep its own state")
+
+
 @dataclass
 class Mesh:
-    """The local mesh. ``auto_ports`` picks free ports (tests); otherwise the configured ones."""
+    """The local mesh. ``auto_ports`` picks free ports (tests); otherwise the configured ones.
+    ``replicas`` runs several processes of a service (on shared stores: ``check_replicas``)."""
 
     data_dir: pathlib.Path
     log_dir: pathlib.Path
     auto_ports: bool = False
     extra_env: Mapping[str, str] = field(default_factory=dict)
     startup_timeout_s: float = 180.0
+    replicas: Mapping[str, int] = field(default_factory=dict)
     env: dict[str, str] = field(init=False, default_factory=dict)
     settings: MeshSettings = field(init=False)
     auth: AuthSettings = field(init=False)
     edge: EdgeSettings = field(init=False)
+    children: dict[str, Child] = field(init=False, default_factory=dict)
     memory_ceiling: MemoryCeiling | None = None
     """Each service child runs in its own memory cgroup (``make run``); None: no ceiling (tests)."""
     _procs: dict[str, subprocess.Popen] = field(init=False, default_factory=dict)
     _argv: dict[str, list[str]] = field(init=False, default_factory=dict)
+    postgres: local_server.LocalPostgres | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.data_dir = pathlib.Path(self.data_dir).resolve()
@@ -122,39 +169,64 @@ class Mesh:
         env.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
         env.setdefault("OTEL_SDK_DISABLED", "true")
         env["PYTHONUNBUFFERED"] = "1"
+        check_replicas(self.replicas, env)
+        self._plan_children(env, settings_from_env(MeshSettings, env))
         self.env = env
-        saved = os.environ.copy()
-        try:
-            os.environ.update({k: v for k, v in env.items() if k.startswith("DOCUTHINKER_")})
-            self.settings = MeshSettings()
-            self.auth = AuthSettings()
-            self.edge = EdgeSettings()
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+        # Read from the children's environment, not this process's: the launcher's own stays as it was.
+        self.settings = settings_from_env(MeshSettings, env)
+        self.auth = settings_from_env(AuthSettings, env)
+        self.edge = settings_from_env(EdgeSettings, env)
+
+    def _plan_children(self, env: dict[str, str], configured: MeshSettings) -> None:
+        """Ports of every replica, and each service's target (all its replicas) for its peers and Envoy."""
+        def replica_port(configured_port: int, replica: int) -> int:
+            if replica == 0:
+                return configured_port
+            return free_port() if self.auto_ports else configured_port + replica * REPLICA_PORT_STRIDE
+
+        for service in (*SERVICE_NAMES, *HTTP_APPS):
+            ports = []
+            for i, name in enumerate(replica_names(service, self.replicas.get(service, 1))):
+                grpc_port = replica_port(configured.port_of(service), i)
+                metrics_port = replica_port(configured.metrics_port_of(service), i) if service in SERVICE_NAMES else None
+                key = f"DOCUTHINKER_{service.upper()}"
+                overrides = {f"{key}_PORT": str(grpc_port)}
+                if metrics_port is not None:
+                    overrides[f"{key}_METRICS_PORT"] = str(metrics_port)
+                self.children[name] = Child(name, service, grpc_port, metrics_port, overrides)
+                ports.append(grpc_port)
+            # The launcher runs every replica on this machine: that is where peers find them.
+            env[f"DOCUTHINKER_{service.upper()}_TARGET"] = ",".join(f"{configured.local_host}:{p}" for p in ports)
+
+    def replicas_of(self, service: str) -> list[str]:
+        return [c.name for c in self.children.values() if c.service == service]
 
     # -- addresses -------------------------------------------------------------------
     @property
     def base_url(self) -> str:
-        return f"http://{self.settings.host}:{self.settings.gateway_port}"
+        return f"http://{self.settings.local_host}:{self.settings.gateway_port}"
 
     @property
     def admin_url(self) -> str:
         return f"http://127.0.0.1:{self.settings.gateway_admin_port}"
 
-    def grpc_target(self, service: str) -> str:
-        return self.settings.address_of(service)
+    def grpc_target(self, name: str) -> str:
+        """The address of one replica (``rag``: the first; ``rag-2``: the second)."""
+        return f"{self.settings.local_host}:{self.children[name].port}"
 
     def metrics_urls(self) -> dict[str, str]:
         """Where each process serves Prometheus metrics (Envoy: its admin ``/stats/prometheus``)."""
         urls = {}
         if self.settings.metrics_enabled:
-            urls = {s: f"http://{self.settings.host}:{self.settings.metrics_port_of(s)}/metrics" for s in SERVICE_NAMES}
+            urls = {c.name: f"http://{self.settings.local_host}:{c.metrics_port}/metrics"
+                    for c in self.children.values() if c.metrics_port is not None}
         urls["gateway"] = f"{self.admin_url}/stats/prometheus"
         return urls
 
     # -- lifecycle -------------------------------------------------------------------
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+        child = self.children.get(name)
+        env = {**self.env, **child.env} if child is not None else self.env
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
         cgroup = self.memory_ceiling.prepare(name) if self.memory_ceiling is not None and name != "gateway" else None
@@ -165,7 +237,7 @@ class Mesh:
                 MemoryCeiling.join(cgroup)
 
         proc = subprocess.Popen(
-            argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             preexec_fn=before_exec,
         )
         log.close()
@@ -183,20 +255,23 @@ class Mesh:
         return None if proc is None else proc.wait()
 
     def start_service(self, name: str, wait: bool = True) -> None:
-        self._spawn(name, [sys.executable, "-m", f"services.{name}"])
+        """Starts one replica (``rag``, ``rag-2`` ...); waits until it serves and Envoy routes to it."""
+        service = self.children[name].service
+        self._spawn(name, [sys.executable, "-m", f"services.{service}"])
         if wait:
             self._wait_serving([name])
             if "gateway" in self._procs:
                 # Envoy only routes after its next health check passes; until then REST callers get 503.
-                self._wait(lambda: self._routed(name), name)
+                self._wait(lambda: self._routed(service, self.children[name].port), name)
 
     def start_http_app(self, name: str, wait: bool = True) -> None:
-        self._spawn(name, [sys.executable, "-m", f"services.{name}"])
+        service = self.children[name].service
+        self._spawn(name, [sys.executable, "-m", f"services.{service}"])
         if wait:
-            url = f"http://{self.settings.host}:{self.settings.port_of(name)}{http_apps.HEALTH_PATH}"
+            url = f"http://{self.settings.local_host}:{self.children[name].port}{http_apps.HEALTH_PATH}"
             self._wait(lambda: http_serving(url), name)
             if "gateway" in self._procs:
-                self._wait(lambda: self._routed(name), name)
+                self._wait(lambda: self._routed(service, self.children[name].port), name)
 
     def start_gateway(self) -> None:
         config = envoy_config.write(self.log_dir / "envoy.yaml", self.settings, self.auth, self.edge)
@@ -209,14 +284,18 @@ class Mesh:
 
     def start(self) -> Mesh:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        for name in SERVICE_NAMES:
+        # The postgres backend without a DSN: a local PostgreSQL (pgserver) the services share.
+        self.postgres = local_server.start_for_mesh(self.env, self.data_dir)
+        services = [c.name for c in self.children.values() if c.service in SERVICE_NAMES]
+        for name in services:
             self.start_service(name, wait=False)
-        self._wait_serving(list(SERVICE_NAMES))
-        for name in HTTP_APPS:
+        self._wait_serving(services)
+        apps = [c.name for c in self.children.values() if c.service in HTTP_APPS]
+        for name in apps:
             self.start_http_app(name)
         self.start_gateway()
-        for name in HTTP_APPS:
-            self._wait(lambda n=name: self._routed(n), name)
+        for child in self.children.values():
+            self._wait(lambda c=child: self._routed(c.service, c.port), child.name)
         return self
 
     def _admin_ready(self) -> bool:
@@ -226,9 +305,9 @@ class Mesh:
         except OSError:
             return False
 
-    def _routed(self, service: str) -> bool:
-        """True when Envoy holds a healthy host for `service` (its admin /clusters view)."""
-        return service in healthy_clusters(self.admin_url)
+    def _routed(self, service: str, port: int | None = None) -> bool:
+        """True when Envoy holds a healthy host for `service` (that on ``port``, if given: its admin /clusters view)."""
+        return service in healthy_clusters(self.admin_url, port)
 
     def _wait(self, ready, name: str) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
@@ -261,11 +340,15 @@ class Mesh:
     def stop(self) -> dict[str, int | None]:
         """Stops the gateway first (no new traffic), then the services; returns exit codes."""
         codes = {}
-        for name in ["gateway", *HTTP_APPS, *reversed(SERVICE_NAMES)]:
+        order = [c.name for s in (*HTTP_APPS, *reversed(SERVICE_NAMES)) for c in self.children.values() if c.service == s]
+        for name in ["gateway", *order]:
             if name in self._procs:
                 codes[name] = self.stop_service(name)
         for name in list(self._procs):  # anything else it started
             codes[name] = self.stop_service(name)
+        if self.postgres is not None:
+            self.postgres.stop()
+            self.postgres = None
         if self.memory_ceiling is not None:
             self.memory_ceiling.remove()
         return codes

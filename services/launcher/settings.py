@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+def parse_replicas(value: str) -> dict[str, int]:
+    """``rag=2,nlp=2`` as {"rag": 2, "nlp": 2}."""
+    replicas = {}
+    for part in filter(None, (p.strip() for p in value.split(","))):
+        service, sep, count = part.partition("=")
+        if not sep or not count.strip().isdigit():
+            raise ValueError(f"replicas: {part!r} is not SERVICE=COUNT")
+        replicas[service.strip()] = int(count)
+    return replicas
 
 
 class LauncherSettings(BaseSettings):
@@ -21,6 +34,15 @@ class LauncherSettings(BaseSettings):
     """Restarts one child may have within ``restart_window_s``; past it the child stays down (and is reported)."""
     restart_window_s: float = Field(default=600.0, gt=0)
     """The window the restart budget counts over; a child that has lived this long starts afresh."""
+    replicas: Annotated[dict[str, int], NoDecode] = Field(default_factory=dict)
+    """Processes per service, e.g. ``rag=2,nlp=2,orchestrator=2`` (the rest: one), each on its own ports, all
+    behind Envoy and every peer's target. Above one, rag and orchestrator need ``DOCUTHINKER_STORE_BACKEND=postgres``
+    and graph ``DOCUTHINKER_GRAPH_BACKEND=neo4j`` (embedded stores are one process's)."""
     memory_max_mb: int = Field(default=8192, ge=0)
     """Memory ceiling of each service process (a cgroup when the machine lets the launcher make one); the kernel
     stops a runaway service at it, the host lives on, and the supervisor restarts the service. 0: no ceiling."""
+
+    @field_validator("replicas", mode="before")
+    @classmethod
+    def _replicas(cls, value: object) -> object:
+        return parse_replicas(value) if isinstance(value, str) else value

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from services.orchestrator.database import Database
+from services.orchestrator.database import SqlDatabase
 from services.runtime.errors import Unavailable
 
 T = TypeVar("T")
@@ -69,7 +69,7 @@ class CircuitOpenError(Unavailable):
 class CircuitBreakers:
     def __init__(
         self,
-        db: Database,
+        db: SqlDatabase,
         *,
         threshold: int = 3,
         cooldown_s: float = 60.0,

@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from services.orchestrator.database import Database
+from services.orchestrator.database import SqlDatabase
 from services.runtime.errors import FieldViolation, InvalidArgument, NotFound
 
 log = logging.getLogger("docuthinker.orchestrator.conversations")
@@ -79,7 +79,7 @@ def digest(transcript: str, width: int = 100) -> str:
 class ConversationStore:
     def __init__(
         self,
-        db: Database,
+        db: SqlDatabase,
         summarize: Summarize,
         *,
         max_messages: int = 20,
@@ -115,7 +115,7 @@ class ConversationStore:
             with self._db.transaction() as conn:
                 conn.execute(
                     "INSERT INTO conversations (tenant, user_id, document_id, used_at) VALUES (?, ?, ?, ?)"
-                    " ON CONFLICT DO UPDATE SET used_at = excluded.used_at",
+                    " ON CONFLICT (tenant, user_id, document_id) DO UPDATE SET used_at = excluded.used_at",
                     (*key, now),
                 )
                 conn.execute(

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from services.orchestrator.database import Database
+from services.orchestrator.database import SqlDatabase
 from services.providers.base import Usage
 from services.providers.pricing import PriceTable
 from services.runtime import domain_metrics, request_context
@@ -136,7 +136,7 @@ class CostReport:
 class CostTracker:
     def __init__(
         self,
-        db: Database,
+        db: SqlDatabase,
         prices: PriceTable,
         *,
         daily_budget: float = 10.0,
@@ -156,9 +156,10 @@ class CostTracker:
         self.warning_ratio = warning_ratio
         self._retention_s = retention_days * 86_400
         self._clock = clock
-        db.script(_SCHEMA)
-        self._add_tenant_column()
-        db.script(_TENANT_INDEX)
+        if db.embedded:  # PostgreSQL's schema is its versioned migrations'
+            db.script(_SCHEMA)
+            self._add_tenant_column()
+            db.script(_TENANT_INDEX)
 
     def _add_tenant_column(self) -> None:
         """Migrates a ledger created before tenants were tracked; its rows keep tenant ''."""

@@ -2,7 +2,9 @@
 
 Every store (circuits, costs, dead letters, conversations, document insights) keeps its
 state here so that a restart loses nothing. Statements are short and local, so they run
-on the caller's thread under one lock rather than through a thread pool.
+on the caller's thread under one lock rather than through a thread pool. With
+``DOCUTHINKER_STORE_BACKEND=postgres`` the same stores run on ``pg_database.PostgresDatabase``
+(``open_database`` chooses), which several orchestrator replicas share.
 """
 
 from __future__ import annotations
@@ -12,12 +14,39 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
+
+from services.storage.settings import StorageSettings, storage_settings
 
 FILENAME = "orchestrator.db"
 
 
+class SqlDatabase(Protocol):
+    """What the stores use: ``Database`` (SQLite) and ``PostgresDatabase`` both are one."""
+
+    embedded: bool
+
+    def script(self, sql: str) -> None: ...
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> int: ...
+    def query(self, sql: str, params: Iterable[Any] = ()) -> list[Any]: ...
+    def one(self, sql: str, params: Iterable[Any] = ()) -> Any | None: ...
+    def transaction(self) -> Any: ...
+    def close(self) -> None: ...
+
+
+def open_database(data_dir: pathlib.Path, storage: StorageSettings | None = None) -> SqlDatabase:
+    storage = storage or storage_settings()
+    if storage.postgres:
+        from services.orchestrator.pg_database import PostgresDatabase
+        from services.storage.postgres import shared
+
+        return PostgresDatabase(shared(storage.dsn(), storage.postgres_pool_size))
+    return Database.in_data_dir(data_dir)
+
+
 class Database:
+    embedded = True
+
     def __init__(self, path: pathlib.Path | str) -> None:
         if str(path) != ":memory:":
             pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from services.orchestrator.database import Database
+from services.orchestrator.database import SqlDatabase
 from services.runtime import request_context
 from services.runtime.errors import FailedPrecondition, NotFound
 
@@ -68,7 +68,7 @@ class DeadLetterCounts:
 class DeadLetterQueue:
     def __init__(
         self,
-        db: Database,
+        db: SqlDatabase,
         *,
         max_retries: int = 3,
         backoff_s: float = 30.0,
@@ -118,8 +118,11 @@ class DeadLetterQueue:
         return letter
 
     def get(self, letter_id: str, tenant: str | None = None) -> DeadLetter:
-        row = self._db.one("SELECT * FROM dead_letters WHERE id = ?", (letter_id,))
-        if row is None or (tenant is not None and row["tenant"] != tenant):
+        if tenant is None:  # the operator's view: every tenant
+            row = self._db.one("SELECT * FROM dead_letters WHERE id = ?", (letter_id,))
+        else:
+            row = self._db.one("SELECT * FROM dead_letters WHERE id = ? AND tenant = ?", (letter_id, tenant))
+        if row is None:
             raise NotFound(f"dead letter {letter_id!r} not found", reason="DEAD_LETTER_NOT_FOUND")
         return _from_row(row)
 

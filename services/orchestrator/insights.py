@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from services.orchestrator.database import Database
+from services.orchestrator.database import SqlDatabase
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS document_insights (
@@ -34,7 +34,7 @@ class DocumentInsight:
 
 
 class InsightStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db: SqlDatabase, clock: Callable[[], float] = time.time) -> None:
         self._db = db
         self._clock = clock
         db.script(_SCHEMA)
@@ -43,7 +43,7 @@ class InsightStore:
         now = self._clock()
         self._db.execute(
             "INSERT INTO document_insights (tenant, document_id, summary, key_ideas, updated_at)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET summary = excluded.summary,"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, document_id) DO UPDATE SET summary = excluded.summary,"
             " key_ideas = excluded.key_ideas, updated_at = excluded.updated_at",
             (tenant, document_id, summary, json.dumps(list(key_ideas)), now),
         )

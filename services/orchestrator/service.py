@@ -21,7 +21,7 @@ from services.orchestrator.chat import ChatResponder
 from services.orchestrator.circuit_breaker import CircuitBreakers
 from services.orchestrator.conversations import ConversationStore
 from services.orchestrator.costs import CostTracker
-from services.orchestrator.database import Database
+from services.orchestrator.database import open_database
 from services.orchestrator.dlq import DeadLetterQueue
 from services.orchestrator.downstream import Peers, provider_circuit, service_circuit
 from services.orchestrator.operations import Operations
@@ -58,7 +58,7 @@ def binding(
     config = config or OrchestratorSettings()
     router = router or get_router()
     prices = load_price_table(provider_settings().prices_file)
-    db = Database.in_data_dir(settings.data_dir)
+    db = open_database(settings.data_dir)
 
     breakers = CircuitBreakers(db, threshold=config.circuit_failure_threshold, cooldown_s=config.circuit_cooldown_s)
     costs = CostTracker(

@@ -2,6 +2,8 @@
 
 Layout of ``<DOCUTHINKER_DATA_DIR>/rag``: ``metadata.sqlite3`` (SQLite WAL), ``originals/``
 (uploaded bytes by content hash), ``chroma/`` (vectors), ``bm25/`` (keyword indexes).
+With ``DOCUTHINKER_STORE_BACKEND=postgres`` all of it lives in the shared PostgreSQL database
+instead (``services.rag.store.pg_*``), and the data directory holds only per-replica caches.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from services.rag.keyword_refresh import KeywordRefresher
 from services.rag.locks import KeyedLocks
 from services.rag.settings import RagSettings
 from services.rag.store import BlobStore, ChunkIndex, KeywordIndex, MetadataStore, VectorStore
+from services.storage.settings import StorageSettings, storage_settings
 
 log = logging.getLogger("docuthinker.rag")
 
@@ -81,16 +84,23 @@ class RagRuntime:
         embedder: TextEmbedder,
         graph_sync: GraphSync | None = None,
         audio: AudioReader | None = None,
+        storage: StorageSettings | None = None,
     ) -> RagRuntime:
         """Opens (or creates) every store and rebuilds FAISS from Chroma; blocking (run it in a thread)."""
         root = pathlib.Path(data_dir) / "rag"
-        metadata = MetadataStore(metadata_path(data_dir))
-        blobs = BlobStore(root / "originals")
-        vectors = VectorStore(root / "chroma", embedder.name, embedder.dimension, settings.faiss_threads)
-        loaded, orphans = vectors.rebuild(metadata.known_chunk_ids())
-        keyword = KeywordIndex(root / "bm25", metadata)
-        keyword.load()
-        index = ChunkIndex(metadata, vectors, keyword)
+        storage = storage or storage_settings()
+        if storage.postgres:
+            metadata, blobs, vectors, keyword, index = open_postgres_stores(
+                root, storage, embedder.name, embedder.dimension)
+            loaded, orphans = 0, 0  # nothing to rebuild: searches read the database
+        else:
+            metadata = MetadataStore(metadata_path(data_dir))
+            blobs = BlobStore(root / "originals")
+            vectors = VectorStore(root / "chroma", embedder.name, embedder.dimension, settings.faiss_threads)
+            loaded, orphans = vectors.rebuild(metadata.known_chunk_ids())
+            keyword = KeywordIndex(root / "bm25", metadata)
+            keyword.load()
+            index = ChunkIndex(metadata, vectors, keyword)
         locks = KeyedLocks()
         graph_sync = graph_sync or DisabledGraphSync()
         pipeline = IngestionPipeline(
@@ -102,10 +112,31 @@ class RagRuntime:
         refresher = KeywordRefresher(keyword, settings.keyword_refresh_delay_s, busy=lambda: pipeline.busy)
         catalog = DocumentCatalog(index, blobs, locks, on_change=refresher.notify, graph=graph_sync)
         log.info("stores open", extra={"fields": {"data_dir": str(root), "vectors": loaded, "orphans": orphans,
-                                                  "collection": vectors.collection}})
+                                                  "collection": vectors.collection,
+                                                  "backend": storage.store_backend}})
         return cls(metadata, blobs, vectors, keyword, index, refresher, pipeline, catalog)
 
     async def close(self) -> None:
         await self.pipeline.close()
         await self.refresher.close()
         await asyncio.to_thread(self.metadata.close)
+
+
+def open_postgres_stores(root: pathlib.Path, storage: StorageSettings, model_name: str, dimension: int):
+    """The same ports on the shared database (migrated on open); BM25 caches, if chosen, stay per replica."""
+    from services.rag.store.pg_blobs import PostgresBlobStore
+    from services.rag.store.pg_index import Bm25Keywords, FullTextKeywords, PostgresChunkIndex, PostgresVectors
+    from services.rag.store.pg_metadata import PostgresMetadataStore
+    from services.storage.postgres import shared
+
+    db = shared(storage.dsn(), storage.postgres_pool_size)
+    metadata = PostgresMetadataStore(db)
+    blobs = BlobStore(root / "originals") if storage.postgres_blobs == "filesystem" else PostgresBlobStore(db)
+    vectors = PostgresVectors(db, model_name, dimension, storage.postgres_hnsw_ef_search)
+    if storage.postgres_keyword == "bm25":
+        cache = KeywordIndex(root / "bm25-cache", metadata)
+        cache.load()
+        keyword = Bm25Keywords(cache, metadata)
+    else:
+        keyword = FullTextKeywords(db)
+    return metadata, blobs, vectors, keyword, PostgresChunkIndex(metadata, vectors, keyword)

@@ -1,6 +1,6 @@
 """Shared runtime of every DocuThinker service: config, server bootstrap, channels and clients, errors."""
 
-from services.runtime.channels import open_channel
+from services.runtime.channels import open_channel, service_channel
 from services.runtime.clients import ChannelPool
 from services.runtime.config import SERVICE_NAMES, MeshSettings, mesh_settings
 from services.runtime.request_context import current_tenant
@@ -16,5 +16,6 @@ __all__ = [
     "current_tenant",
     "mesh_settings",
     "open_channel",
+    "service_channel",
     "serve",
 ]

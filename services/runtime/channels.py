@@ -16,6 +16,7 @@ import grpc
 from services.runtime.config import MeshSettings
 from services.runtime.contracts import RpcMethod, mesh_methods
 from services.runtime.interceptors import client_interceptors
+from services.runtime.peers import channel_target
 
 _RETRY_POLICY = {
     "maxAttempts": 3,
@@ -35,8 +36,10 @@ def retry_service_config(methods: Sequence[RpcMethod]) -> dict:
 _RETRY_SERVICE_CONFIG = retry_service_config(mesh_methods())
 
 
-def channel_options(settings: MeshSettings, *, retries: bool = True) -> list[tuple[str, object]]:
+def channel_options(settings: MeshSettings, *, retries: bool = True,
+                    extra_options: Sequence[tuple[str, object]] = ()) -> list[tuple[str, object]]:
     options: list[tuple[str, object]] = [
+        *extra_options,
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
         ("grpc.enable_retries", 1 if retries else 0),
@@ -50,7 +53,16 @@ def channel_options(settings: MeshSettings, *, retries: bool = True) -> list[tup
     return options
 
 
-def open_channel(target: str, settings: MeshSettings, *, retries: bool = True) -> grpc.aio.Channel:
+def open_channel(target: str, settings: MeshSettings, *, retries: bool = True,
+                 extra_options: Sequence[tuple[str, object]] = ()) -> grpc.aio.Channel:
     return grpc.aio.insecure_channel(
-        target, options=channel_options(settings, retries=retries), interceptors=client_interceptors(settings.downstream_timeout_s, settings.metrics_enabled)
+        target,
+        options=channel_options(settings, retries=retries, extra_options=extra_options),
+        interceptors=client_interceptors(settings.downstream_timeout_s, settings.metrics_enabled),
     )
+
+
+def service_channel(service: str, settings: MeshSettings, *, retries: bool = True) -> grpc.aio.Channel:
+    # Every replica behind the peer's target, calls spread round-robin (a retry lands on the next replica).
+    target, balancing = channel_target(settings.address_of(service))
+    return open_channel(target, settings, retries=retries, extra_options=balancing)

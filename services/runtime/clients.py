@@ -16,7 +16,7 @@ from typing import Any, ClassVar, TypeAlias
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from services.runtime.channels import open_channel
+from services.runtime.channels import service_channel
 from services.runtime.config import MeshSettings
 from services.runtime.errors import remote_error
 
@@ -32,7 +32,7 @@ class ChannelPool:
         """``service``'s channel; ``retries=False`` for health probes, which must see a failure at once."""
         key = (service, retries)
         if key not in self._channels:
-            self._channels[key] = open_channel(self._settings.address_of(service), self._settings, retries=retries)
+            self._channels[key] = service_channel(service, self._settings, retries=retries)
         return self._channels[key]
 
     async def serving_status(self, service: str, timeout_s: float) -> str:

@@ -7,10 +7,15 @@ live next to their service (e.g. ``services.rag.settings``) and use the same pre
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import TypeVar
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
+from pydantic_settings.sources.utils import parse_env_vars
+
+from services.runtime.peers import Peer, parse_peer
 
 SERVICE_NAMES = ("orchestrator", "rag", "nlp", "graph")
 
@@ -21,7 +26,8 @@ class MeshSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DOCUTHINKER_", frozen=True, extra="ignore")
 
     host: str = "127.0.0.1"
-    """Interface the services bind to and dial each other on."""
+    """Interface every process binds to (its gRPC, metrics and HTTP ports; ``0.0.0.0`` in a container). Peers are
+    dialled at their ``*_TARGET``, never at this."""
     orchestrator_port: int = 50050
     """gRPC port of the orchestrator service."""
     rag_port: int = 50051
@@ -32,6 +38,21 @@ class MeshSettings(BaseSettings):
     """gRPC port of the graph service."""
     openai_api_port: int = 50054
     """HTTP port of the OpenAI-compatible chat API (``/v1/chat/completions``, ``/v1/models``; Envoy routes to it)."""
+    orchestrator_target: str = ""
+    """Where peers and Envoy reach the orchestrator: ``host:port``, a comma list of IP ``host:port`` (replicas), or
+    ``dns:///name:port`` (every address of the name, e.g. a headless Service); calls are balanced round-robin.
+    Empty: this machine, on ``DOCUTHINKER_ORCHESTRATOR_PORT``."""
+    rag_target: str = ""
+    """Where peers and Envoy reach the RAG service (forms as ``DOCUTHINKER_ORCHESTRATOR_TARGET``)."""
+    nlp_target: str = ""
+    """Where peers and Envoy reach the NLP service (forms as ``DOCUTHINKER_ORCHESTRATOR_TARGET``)."""
+    graph_target: str = ""
+    """Where peers and Envoy reach the graph service (forms as ``DOCUTHINKER_ORCHESTRATOR_TARGET``)."""
+    openai_api_target: str = ""
+    """Where Envoy reaches the OpenAI-compatible chat API (forms as ``DOCUTHINKER_ORCHESTRATOR_TARGET``)."""
+    max_connection_age_s: float = Field(default=300.0, gt=0)
+    """A server closes each client connection (gracefully) after this long, so clients re-resolve ``dns:///``
+    targets and spread over replicas added since (a scale-out)."""
     gateway_port: int = 8080
     """Envoy's public listener (REST and gRPC)."""
     gateway_admin_port: int = 9901
@@ -77,8 +98,31 @@ class MeshSettings(BaseSettings):
     def metrics_port_of(self, service: str) -> int:
         return int(getattr(self, f"{service}_metrics_port"))
 
+    @property
+    def local_host(self) -> str:
+        """The address a process on this machine dials this machine's services at."""
+        return "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
+
+    def peer_of(self, service: str) -> Peer:
+        """How to reach ``service``: its ``*_TARGET``, or this machine's port when that is empty."""
+        configured = str(getattr(self, f"{service}_target"))
+        return parse_peer(configured or f"{self.local_host}:{self.port_of(service)}")
+
     def address_of(self, service: str) -> str:
-        return f"{self.host}:{self.port_of(service)}"
+        return str(self.peer_of(service))
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def settings_from_env(cls: type[S], env: Mapping[str, str]) -> S:
+    """``cls`` read from ``env`` instead of this process's environment (the launcher's settings of its children)."""
+
+    class _Mapping(EnvSettingsSource):
+        def _load_env_vars(self) -> Mapping[str, str | None]:
+            return parse_env_vars(env, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
+
+    return cls(**_Mapping(cls)())
 
 
 @lru_cache(maxsize=1)

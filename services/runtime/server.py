@@ -72,6 +72,9 @@ async def create_server(binding: ServiceBinding, settings: MeshSettings, port: i
             ("grpc.max_receive_message_length", settings.max_message_bytes),
             ("grpc.max_send_message_length", settings.max_message_bytes),
             ("grpc.so_reuseport", 0),
+            # Clients re-resolve their peer's name when a connection ends: aged connections make a scale-out
+            # reach every replica. In-flight calls finish on the old connection (no grace limit is set).
+            ("grpc.max_connection_age_ms", int(settings.max_connection_age_s * 1000)),
         ],
     )
     binding.register(server)

@@ -1,10 +1,11 @@
-"""Fixtures of the orchestrator tests: a fresh SQLite database and a controllable clock."""
+"""Fixtures of the orchestrator tests: a fresh database (SQLite, or PostgreSQL in modules marked
+``store_backends``) and a controllable clock."""
 
 from __future__ import annotations
 
 import pytest
 
-from services.orchestrator.database import Database
+from services.orchestrator.database import Database, SqlDatabase, open_database
 
 from .fakes import FakeMesh
 from .harness import Orchestrator
@@ -32,10 +33,23 @@ def db_path(tmp_path):
 
 
 @pytest.fixture
-def db(db_path):
-    database = Database(db_path)
-    yield database
-    database.close()
+def open_db(db_path, storage):
+    """Opens the test's database (again: a restart), on the backend under test."""
+    opened = []
+
+    def open_() -> SqlDatabase:
+        database = Database(db_path) if not storage.postgres else open_database(db_path.parent, storage)
+        opened.append(database)
+        return database
+
+    yield open_
+    for database in opened:
+        database.close()
+
+
+@pytest.fixture
+def db(open_db):
+    return open_db()
 
 
 @pytest.fixture

@@ -6,9 +6,10 @@ import grpc
 import pytest
 
 from services.orchestrator.circuit_breaker import CircuitBreakers, CircuitOpenError, CircuitState
-from services.orchestrator.database import Database
 from services.orchestrator.downstream import counts_against_circuit
 from services.runtime.errors import InvalidArgument, Unavailable
+
+pytestmark = pytest.mark.store_backends  # every test that uses the database runs on both backends
 
 
 def test_opens_after_threshold_consecutive_failures(db, clock):
@@ -71,13 +72,13 @@ def test_lost_probe_frees_the_slot_after_a_cooldown(db, clock):
     assert breakers.allow("p")
 
 
-def test_state_survives_a_restart(db_path, clock):
-    first = Database(db_path)
+def test_state_survives_a_restart(open_db, clock):
+    first = open_db()
     CircuitBreakers(first, threshold=2, cooldown_s=60, clock=clock).record_failure("service:nlp")
     breakers = CircuitBreakers(first, threshold=2, cooldown_s=60, clock=clock)
     breakers.record_failure("service:nlp")
     first.close()
-    second = Database(db_path)
+    second = open_db()
     reloaded = CircuitBreakers(second, threshold=2, cooldown_s=60, clock=clock)
     assert reloaded.get("service:nlp").state is CircuitState.OPEN
     assert not reloaded.allow("service:nlp")

@@ -3,8 +3,9 @@ from __future__ import annotations
 import pytest
 
 from services.orchestrator.conversations import ConversationStore
-from services.orchestrator.database import Database
 from services.runtime.errors import InvalidArgument, NotFound
+
+pytestmark = pytest.mark.store_backends  # every test that uses the database runs on both backends
 
 
 class RecordingSummarizer:
@@ -87,11 +88,11 @@ async def test_validation(db, clock):
         await store.add("t", " ", "d", "user", "hi")
 
 
-async def test_conversations_survive_a_restart(db_path, clock):
-    first = Database(db_path)
+async def test_conversations_survive_a_restart(open_db, clock):
+    first = open_db()
     await fill(ConversationStore(first, RecordingSummarizer(), clock=clock), 21)
     first.close()
-    second = Database(db_path)
+    second = open_db()
     conversation = ConversationStore(second, RecordingSummarizer(), clock=clock).get("t", "u", "d")
     assert conversation.summary == "summary #1" and len(conversation.messages) == 10
     second.close()

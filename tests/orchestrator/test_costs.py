@@ -12,6 +12,8 @@ from services.providers.pricing import load_price_table
 from services.runtime import request_context
 from services.runtime.errors import InvalidArgument, ResourceExhausted
 
+pytestmark = pytest.mark.store_backends  # every test that uses the database runs on both backends
+
 PRICES = load_price_table()
 
 
@@ -87,11 +89,11 @@ def test_spend_of_a_request_is_summed(db, clock):
     assert spend.total == pytest.approx(0.3)
 
 
-def test_records_survive_a_restart(db_path, clock):
-    first = Database(db_path)
+def test_records_survive_a_restart(open_db, clock):
+    first = open_db()
     tracker(first, clock).record("openai", "gpt-4o-mini", Usage(0, 0, cost_usd=1.5))
     first.close()
-    second = Database(db_path)
+    second = open_db()
     assert tracker(second, clock).report("month").total_cost == pytest.approx(1.5)
     second.close()
 

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from services.orchestrator.database import Database
 from services.orchestrator.dlq import PARKED, REPLAYED, RETRYING, DeadLetterQueue
 from services.runtime import request_context
 from services.runtime.errors import FailedPrecondition, NotFound, Unavailable
+
+pytestmark = pytest.mark.store_backends  # every test that uses the database runs on both backends
 
 
 class Flaky:
@@ -84,11 +85,11 @@ async def test_manual_replay_of_a_parked_letter(db, clock):
         await dlq.replay(letter.id, tenant="someone-else")
 
 
-async def test_letters_survive_a_restart_and_still_replay(db_path, clock):
-    first = Database(db_path)
+async def test_letters_survive_a_restart_and_still_replay(open_db, clock):
+    first = open_db()
     letter = DeadLetterQueue(first, clock=clock).enqueue("op", {"k": [1, 2]}, "boom", tenant="t")
     first.close()
-    second = Database(db_path)
+    second = open_db()
     dlq = DeadLetterQueue(second, clock=clock)
     handler = Flaky(failures=0)
     dlq.register("op", handler)

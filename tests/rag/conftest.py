@@ -14,14 +14,16 @@ MAX_UPLOAD = 2 * 1024 * 1024
 
 
 @pytest.fixture
-def open_runtime(tmp_path: pathlib.Path):
-    """Opens runtimes over one data directory (reopening = a restart); closes them all at the end."""
+def open_runtime(tmp_path: pathlib.Path, storage):
+    """Opens runtimes over one data directory, or one PostgreSQL database with ``store_backend``
+    (reopening = a restart); closes them all at the end."""
     opened: list[RagRuntime] = []
 
     def factory(embedder=None, **settings) -> RagRuntime:
         defaults = {"keyword_refresh_delay_s": 0.0, "embed_progress_every": 4, "embed_batch_size": 4}
         runtime = RagRuntime.open(
-            tmp_path, RagSettings(**{**defaults, **settings}), MAX_UPLOAD, embedder or HashEmbedder()
+            tmp_path, RagSettings(**{**defaults, **settings}), MAX_UPLOAD, embedder or HashEmbedder(),
+            storage=storage,
         )
         opened.append(runtime)
         return runtime

@@ -1,4 +1,5 @@
-"""Fixtures of the graph-feed tests: a real metadata store and outbox over one temporary file."""
+"""Fixtures of the graph-feed tests: a real metadata store and outbox over one temporary file, or over one
+PostgreSQL database when the module runs on both backends (``store_backend``)."""
 
 from __future__ import annotations
 
@@ -10,20 +11,30 @@ import pytest
 from services.rag.documents import DocumentRecord, DocumentStatus, GraphSyncState, Section
 from services.rag.graph_sync.outbox import GraphOutbox
 from services.rag.store import MetadataStore
+from services.storage.settings import StorageSettings
 
 
 class Stores:
-    """MetadataStore and GraphOutbox on one database file; ``reopen`` is a process restart."""
+    """MetadataStore and GraphOutbox on one database; ``reopen`` is a process restart."""
 
-    def __init__(self, path: pathlib.Path) -> None:
+    def __init__(self, path: pathlib.Path, storage: StorageSettings) -> None:
         self.path = path
-        self.metadata = MetadataStore(path)
-        self.outbox = GraphOutbox(path)
+        self.storage = storage
+        self.metadata, self.outbox = self._open()
+
+    def _open(self):
+        if not self.storage.postgres:
+            return MetadataStore(self.path), GraphOutbox(self.path)
+        from services.rag.graph_sync.pg_outbox import PostgresGraphOutbox
+        from services.rag.store.pg_metadata import PostgresMetadataStore
+        from services.storage.postgres import shared
+
+        db = shared(self.storage.dsn())
+        return PostgresMetadataStore(db), PostgresGraphOutbox(db)
 
     def reopen(self) -> None:
         self.close()
-        self.metadata = MetadataStore(self.path)
-        self.outbox = GraphOutbox(self.path)
+        self.metadata, self.outbox = self._open()
 
     def close(self) -> None:
         self.outbox.close()
@@ -44,8 +55,8 @@ class Stores:
 
 
 @pytest.fixture
-def stores(tmp_path: pathlib.Path):
-    opened = Stores(tmp_path / "metadata.sqlite3")
+def stores(tmp_path: pathlib.Path, storage):
+    opened = Stores(tmp_path / "metadata.sqlite3", storage)
     yield opened
     try:
         opened.close()

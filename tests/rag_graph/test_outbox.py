@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from services.rag.documents import GraphSyncState
 from services.rag.graph_sync.outbox import Operation
+
+pytestmark = pytest.mark.store_backends  # every test that uses the stores runs on both backends
 
 
 def test_pending_entries_survive_a_restart(stores) -> None:

@@ -17,6 +17,8 @@ from services.runtime.errors import DeadlineExceeded
 
 from .fakes import GRAPH_DOWN, FakeExtractor, FakeWriter
 
+pytestmark = pytest.mark.store_backends  # every test that uses the stores runs on both backends
+
 TEXT = ("Turbine maintenance crews inspect turbine blades every spring. The report from Ada covers "
         "corrosion, and Grace reviewed the corrosion findings with Ada.")
 

@@ -16,14 +16,15 @@ from collections.abc import Callable, Sequence
 
 from services.rag.documents import DocumentRecord, GraphSyncState, Section
 from services.rag.graph_sync.feed import GraphFeed
-from services.rag.graph_sync.outbox import GraphOutbox
+from services.rag.graph_sync.outbox import GraphOutbox, Outbox
 from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.graph_sync.worker import DocumentSource, GraphSyncWorker
 from services.rag.locks import KeyedLocks
 from services.runtime.domain_metrics import register_state
+from services.storage.settings import StorageSettings, storage_settings
 
 
-def register_outbox_metrics(outbox: GraphOutbox) -> None:
+def register_outbox_metrics(outbox: Outbox) -> None:
     """Outbox depth and the age of its oldest intent, read at scrape time."""
     def read():
         depth, oldest = outbox.depth()
@@ -38,7 +39,7 @@ class OutboxGraphSync:
     """``GraphSync`` through the outbox: ``sync`` queues and returns at once (the document stays
     PENDING until the worker has synced it); ``forget`` queues the graph delete."""
 
-    def __init__(self, outbox: GraphOutbox, enabled: bool, on_queued: Callable[[], None]) -> None:
+    def __init__(self, outbox: Outbox, enabled: bool, on_queued: Callable[[], None]) -> None:
         self._outbox = outbox
         self._enabled = enabled
         self._on_queued = on_queued
@@ -63,7 +64,7 @@ class OutboxGraphSync:
 
 
 class GraphLink:
-    def __init__(self, outbox: GraphOutbox, feed: GraphFeed, settings: GraphSyncSettings) -> None:
+    def __init__(self, outbox: Outbox, feed: GraphFeed, settings: GraphSyncSettings) -> None:
         self.outbox = outbox
         self._feed = feed
         self._settings = settings
@@ -72,8 +73,18 @@ class GraphLink:
         register_outbox_metrics(outbox)
 
     @classmethod
-    def open(cls, database: pathlib.Path, feed: GraphFeed, settings: GraphSyncSettings) -> GraphLink:
-        """Opens the outbox in the RAG metadata database file; blocking (run it in a thread)."""
+    def open(cls, database: pathlib.Path, feed: GraphFeed, settings: GraphSyncSettings,
+             storage: StorageSettings | None = None) -> GraphLink:
+        """Opens the outbox in the RAG metadata database (the SQLite file, or the shared PostgreSQL
+        database where every replica's worker claims from one outbox); blocking (run it in a thread)."""
+        storage = storage or storage_settings()
+        if storage.postgres:
+            from services.rag.graph_sync.pg_outbox import PostgresGraphOutbox
+            from services.storage.postgres import shared
+
+            outbox = PostgresGraphOutbox(shared(storage.dsn(), storage.postgres_pool_size),
+                                         storage.postgres_outbox_lease_s)
+            return cls(outbox, feed, settings)
         return cls(GraphOutbox(database), feed, settings)
 
     def _notify(self) -> None:

@@ -23,6 +23,7 @@ import threading
 import time
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 from services.rag.documents import DocumentStatus, GraphSyncState
 from services.runtime import tracing
@@ -68,13 +69,35 @@ class OutboxEntry:
     """``traceparent`` of the request that queued the intent (None: tracing was off)."""
 
 
-def _entry(row: sqlite3.Row) -> OutboxEntry:
+def entry_from_row(row) -> OutboxEntry:
+    """From a row of either backend (anything indexable by column name)."""
     return OutboxEntry(
         tenant=row["tenant"], document_id=row["document_id"], operation=Operation(row["operation"]),
         sequence=row["sequence"], attempts=row["attempts"], last_error=row["last_error"], facts=row["facts"],
         enqueue_time=row["enqueue_time"], next_attempt_time=row["next_attempt_time"],
         trace_context=row["trace_context"],
     )
+
+
+class Outbox(Protocol):
+    """What the worker, the port and the metrics need: ``GraphOutbox`` (SQLite, one process) and
+    ``pg_outbox.PostgresGraphOutbox`` (shared by replicas, with claims and leases) both are one."""
+
+    def enqueue_upsert(self, tenant: str, document_id: str) -> int: ...
+    def enqueue_delete(self, tenant: str, document_id: str) -> int: ...
+    def depth(self) -> tuple[int, float | None]: ...
+    def reconcile(self) -> int: ...
+    def next_due(self, now: float | None = None) -> OutboxEntry | None: ...
+    def next_attempt_time(self) -> float | None: ...
+    def complete(self, entry: OutboxEntry, mark_synced: bool) -> bool: ...
+    def retry_later(self, entry: OutboxEntry, error: str, delay_s: float) -> bool: ...
+    def retry_now(self) -> int: ...
+    def defer(self, entry: OutboxEntry, delay_s: float) -> bool: ...
+    def save_facts(self, entry: OutboxEntry, facts: str) -> bool: ...
+    def replace_operation(self, entry: OutboxEntry, operation: Operation) -> bool: ...
+    def entries(self, tenant: str | None = None) -> list[OutboxEntry]: ...
+    def get(self, tenant: str, document_id: str) -> OutboxEntry | None: ...
+    def close(self) -> None: ...
 
 
 class GraphOutbox:
@@ -151,7 +174,7 @@ class GraphOutbox:
                 "ORDER BY next_attempt_time, sequence LIMIT 1",
                 (now,),
             ).fetchone()
-        return _entry(row) if row else None
+        return entry_from_row(row) if row else None
 
     def next_attempt_time(self) -> float | None:
         """When the earliest entry falls due (None: the outbox is empty)."""
@@ -226,14 +249,14 @@ class GraphOutbox:
             sql, args = sql + " WHERE tenant=?", (tenant,)
         with self._lock:
             rows = self._conn.execute(sql + " ORDER BY next_attempt_time, sequence", args).fetchall()
-        return [_entry(r) for r in rows]
+        return [entry_from_row(r) for r in rows]
 
     def get(self, tenant: str, document_id: str) -> OutboxEntry | None:
         with self._lock:
             row = self._conn.execute(
                 f"SELECT {COLUMNS} FROM graph_outbox WHERE tenant=? AND document_id=?", (tenant, document_id)
             ).fetchone()
-        return _entry(row) if row else None
+        return entry_from_row(row) if row else None
 
 
 def _put(db: sqlite3.Connection, tenant: str, document_id: str, operation: Operation, now: float,

@@ -30,7 +30,7 @@ from typing import Protocol
 
 from services.rag.documents import DocumentRecord, DocumentStatus, GraphSyncState, Section
 from services.rag.graph_sync.feed import DocumentFacts, GraphFeed
-from services.rag.graph_sync.outbox import GraphOutbox, Operation, OutboxEntry
+from services.rag.graph_sync.outbox import Operation, Outbox, OutboxEntry
 from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.locks import KeyedLocks
 from services.runtime import domain_metrics, tracing
@@ -69,7 +69,7 @@ def _describe(exc: BaseException) -> str:
 class GraphSyncWorker:
     def __init__(
         self,
-        outbox: GraphOutbox,
+        outbox: Outbox,
         documents: DocumentSource,
         feed: GraphFeed,
         locks: KeyedLocks,

@@ -1,0 +1,92 @@
+"""Envoy's view of one upstream service: every replica of it, checked and ejected on its own.
+
+One function, ``cluster``, shared by the gRPC services and the plain-HTTP apps. The replicas come
+from the service's target setting (``services.runtime.peers``): a list of addresses gives a STATIC
+cluster with one endpoint each, a ``dns:///`` name a STRICT_DNS cluster holding every address the
+name resolves to (a headless Service: one per ready pod), re-resolved as pods come and go; a single
+name (a ClusterIP Service) is a STRICT_DNS cluster too. Requests go round-robin to healthy hosts.
+
+Two signals take a replica out of rotation, each on its own:
+- active health checks (gRPC health protocol, or an HTTP path), every ``interval``: a replica that
+  is stopping (it reports NOT_SERVING) or dead leaves before a request finds out;
+- outlier detection, on live traffic: connect failures, resets and gateway errors (UNAVAILABLE,
+  DEADLINE_EXCEEDED) in a row eject it for ``base_ejection_time``. Application errors (INTERNAL for a
+  bad document) do not count, so one poisoned request cannot eject a healthy replica.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from services.runtime.peers import Peer
+
+HEALTH_INTERVAL = "2s"
+_HTTP2 = {
+    "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+        "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+        "explicit_http_config": {"http2_protocol_options": {}},
+    }
+}
+
+
+def _is_literal(host: str) -> bool:
+    return host.replace(".", "").isdigit() or ":" in host
+
+
+def outlier_detection() -> dict:
+    return {
+        "interval": HEALTH_INTERVAL,
+        "base_ejection_time": "10s",
+        "max_ejection_time": "60s",
+        # Local-origin errors (refused connections, resets) apart from upstream answers: a killed replica is
+        # ejected after two refused connections, not after five failed requests.
+        "split_external_local_origin_errors": True,
+        "consecutive_local_origin_failure": 2,
+        "enforcing_consecutive_local_origin_failure": 100,
+        "consecutive_gateway_failure": 3,
+        "enforcing_consecutive_gateway_failure": 100,
+        "enforcing_consecutive_5xx": 0,
+        "enforcing_success_rate": 0,
+        "enforcing_local_origin_success_rate": 0,
+        # At most half the replicas out by traffic alone: a shared cause (a slow database) must not empty the pool.
+        "max_ejection_percent": 50,
+    }
+
+
+def cluster(name: str, peer: Peer, health_check: dict, http2: bool = True) -> dict:
+    """The cluster ``name`` over every replica of ``peer``; ``health_check`` is the checker's own part
+    (``{"grpc_health_check": ...}`` or ``{"http_health_check": ...}``)."""
+    static = not peer.dns and all(_is_literal(host) for host, _ in peer.endpoints)
+    body: dict = {
+        "name": name,
+        "type": "STATIC" if static else "STRICT_DNS",
+        "connect_timeout": "1s",
+        "lb_policy": "ROUND_ROBIN",
+        "load_assignment": {
+            "cluster_name": name,
+            "endpoints": [{"lb_endpoints": [
+                {"endpoint": {"address": {"socket_address": {"address": host, "port_value": port}}}}
+                for host, port in peer.endpoints
+            ]}],
+        },
+        "health_checks": [
+            {
+                "timeout": "1s",
+                "interval": HEALTH_INTERVAL,
+                "no_traffic_interval": HEALTH_INTERVAL,
+                "unhealthy_threshold": 1,
+                "healthy_threshold": 1,
+                **health_check,
+            }
+        ],
+        "outlier_detection": outlier_detection(),
+        # With every host unhealthy, fail fast with 503 instead of Envoy's panic routing to dead hosts.
+        "common_lb_config": {"healthy_panic_threshold": {"value": 0}},
+    }
+    if not static:
+        body["dns_lookup_family"] = "V4_PREFERRED"
+        body["dns_refresh_rate"] = "5s"
+        body["respect_dns_ttl"] = True
+    if http2:
+        body["typed_extension_protocol_options"] = copy.deepcopy(_HTTP2)
+    return body

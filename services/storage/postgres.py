@@ -1,0 +1,123 @@
+"""Connections to the shared PostgreSQL database and its versioned schema.
+
+Migrations are the numbered ``migrations/NNNN_name.sql`` files of this package, applied in order
+at startup, each in its own transaction and recorded in ``schema_migrations``. They run under a
+session advisory lock, so replicas starting at the same moment apply each migration once: the
+others wait on the lock, then find it recorded. A database ahead of this code (a newer version
+recorded) is left alone, so a rolling upgrade can run old and new replicas side by side as long
+as migrations only add.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import logging
+import re
+import threading
+from dataclasses import dataclass
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+log = logging.getLogger("docuthinker.storage")
+
+MIGRATION_LOCK = 0x646F6375  # "docu": the advisory lock key every replica takes to migrate
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def migrations() -> list[Migration]:
+    found = []
+    for entry in importlib.resources.files("services.storage.migrations").iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"two migrations share a version: {versions}")
+    return found
+
+
+def migrate(dsn: str) -> list[int]:
+    """Applies the migrations this database lacks; returns the versions applied now."""
+    applied_now: list[int] = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            for migration in migrations():
+                if migration.version in done:
+                    continue
+                with conn.transaction():
+                    conn.execute(migration.sql)
+                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                                 (migration.version, migration.name))
+                applied_now.append(migration.version)
+                log.info("schema migration applied", extra={"fields": {"version": migration.version,
+                                                                       "name": migration.name}})
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+    return applied_now
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    register_vector(conn)
+
+
+class Postgres:
+    """One process's pool on the shared database (thread-safe; blocking calls, run them in a thread).
+
+    Opening applies the migrations first. Connections return rows as dicts; pgvector's adapter is
+    registered on each, so numpy vectors go in and out as ``vector`` values.
+    """
+
+    def __init__(self, dsn: str, pool_size: int = 8) -> None:
+        self.dsn = dsn
+        migrate(dsn)
+        self.pool = ConnectionPool(
+            dsn, min_size=1, max_size=pool_size, kwargs={"row_factory": dict_row}, configure=_configure,
+            open=True, name="docuthinker",
+        )
+        self.pool.wait(timeout=30)
+
+    def connection(self):
+        """A pooled connection as a context manager: its block is one transaction (commit on success)."""
+        return self.pool.connection()
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+_shared: dict[str, Postgres] = {}
+_shared_lock = threading.Lock()
+
+
+def close_shared(dsn: str | None = None) -> None:
+    """Closes the process's pool on one database (None: on every database)."""
+    with _shared_lock:
+        for key in [dsn] if dsn is not None else list(_shared):
+            db = _shared.pop(key, None)
+            if db is not None:
+                db.close()
+
+
+def shared(dsn: str, pool_size: int = 8) -> Postgres:
+    """One pool per database per process, shared by the stores that live in it."""
+    with _shared_lock:
+        db = _shared.get(dsn)
+        if db is None or db.pool.closed:
+            db = _shared[dsn] = Postgres(dsn, pool_size)
+        return db

@@ -1,0 +1,54 @@
+"""Envoy's clusters over every replica of a service (list and DNS targets), validated by the real Envoy binary."""
+
+from __future__ import annotations
+
+import subprocess
+
+import yaml
+
+from gateway import envoy_config
+from services.launcher.mesh import envoy_binary
+from services.runtime.config import MeshSettings
+
+
+def _clusters(config: dict) -> dict[str, dict]:
+    return {c["name"]: c for c in config["static_resources"]["clusters"]}
+
+
+def _addresses(cluster: dict) -> list[tuple[str, int]]:
+    return [(e["endpoint"]["address"]["socket_address"]["address"], e["endpoint"]["address"]["socket_address"]["port_value"])
+            for group in cluster["load_assignment"]["endpoints"] for e in group["lb_endpoints"]]
+
+
+def _validate(tmp_path, config: dict) -> None:
+    path = tmp_path / "envoy.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    done = subprocess.run([envoy_binary(), "--mode", "validate", "-c", str(path), "--disable-hot-restart"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_every_replica_is_an_endpoint_checked_and_ejected_on_its_own(tmp_path):
+    settings = MeshSettings(rag_target="127.0.0.1:50051,127.0.0.1:50061", nlp_target="dns:///docuthinker-nlp:50052",
+                            openai_api_target="docuthinker-openai-api:50054")
+    clusters = _clusters(envoy_config.render(settings))
+    rag, nlp, chat, graph = clusters["rag"], clusters["nlp"], clusters["openai_api"], clusters["graph"]
+    assert (rag["type"], _addresses(rag)) == ("STATIC", [("127.0.0.1", 50051), ("127.0.0.1", 50061)])
+    # A name of many pods (headless Service): Envoy resolves it and holds one host per address.
+    assert (nlp["type"], _addresses(nlp)) == ("STRICT_DNS", [("docuthinker-nlp", 50052)])
+    assert chat["type"] == "STRICT_DNS" and "http_health_check" in chat["health_checks"][0]
+    assert _addresses(graph) == [("127.0.0.1", 50053)]  # empty target: this machine's port
+    for cluster in (rag, nlp, graph):
+        assert cluster["health_checks"][0]["grpc_health_check"]["service_name"].startswith("docuthinker.")
+        outliers = cluster["outlier_detection"]
+        assert outliers["consecutive_local_origin_failure"] and outliers["enforcing_consecutive_5xx"] == 0
+    _validate(tmp_path, envoy_config.render(settings))
+
+
+def test_retries_of_idempotent_calls_go_to_another_replica():
+    routes = envoy_config._routes("rag", envoy_config.load_methods()["rag"])
+    search = next(r for r in routes if r["name"].endswith("/Search"))["route"]
+    predicates = [p["name"] for p in search["retry_policy"]["retry_host_predicate"]]
+    assert predicates == ["envoy.retry_host_predicates.previous_hosts"]
+    upload = next(r for r in routes if r["name"].endswith("/IngestDocument"))["route"]
+    assert "retry_policy" not in upload
