@@ -21,12 +21,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import grpc
+import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway import envoy_config, http_apps
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
+from services.launcher.local_auth import LocalAuth, TokenAuth
 from services.launcher.memory_ceiling import MemoryCeiling
+from services.runtime import mesh_auth
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -100,6 +103,9 @@ class Mesh:
     env: dict[str, str] = field(init=False, default_factory=dict)
     settings: MeshSettings = field(init=False)
     auth: AuthSettings = field(init=False)
+    local_auth: LocalAuth = field(init=False)
+    token: str | None = field(init=False, default=None)
+    """The admin token minted at start (also in ``<data_dir>/auth/token``); None with auth off."""
     edge: EdgeSettings = field(init=False)
     memory_ceiling: MemoryCeiling | None = None
     """Each service child runs in its own memory cgroup (``make run``); None: no ceiling (tests)."""
@@ -122,12 +128,15 @@ class Mesh:
         env.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
         env.setdefault("OTEL_SDK_DISABLED", "true")
         env["PYTHONUNBUFFERED"] = "1"
+        # Every child proves it is the mesh with the secret in this file (made at start).
+        env.setdefault("DOCUTHINKER_MESH_CREDENTIAL_FILE", str(self.data_dir / "auth" / mesh_auth.CREDENTIAL_FILE))
         self.env = env
         saved = os.environ.copy()
         try:
             os.environ.update({k: v for k, v in env.items() if k.startswith("DOCUTHINKER_")})
             self.settings = MeshSettings()
-            self.auth = AuthSettings()
+            self.local_auth = LocalAuth(self.data_dir, AuthSettings(), self.settings.mesh_credential_file)
+            self.auth = self.local_auth.settings
             self.edge = EdgeSettings()
         finally:
             os.environ.clear()
@@ -144,6 +153,25 @@ class Mesh:
 
     def grpc_target(self, service: str) -> str:
         return self.settings.address_of(service)
+
+    # -- callers (tests, benchmarks, the demo) -------------------------------------------
+    def mint(self, tenant: str = "default", role: str = "user", ttl_s: float = 3600) -> str | None:
+        """A bearer token for ``tenant`` signed with the mesh's local key; None with auth off."""
+        return self.local_auth.token(tenant, role, ttl_s)
+
+    def http(self, role: str = "user", **options) -> httpx.Client:
+        """An httpx client of the gateway that authenticates each request as the tenant its x-tenant-id names."""
+        return httpx.Client(base_url=self.base_url, auth=TokenAuth(self.local_auth, role), **options)
+
+    def grpc_metadata(self, tenant: str | None = None) -> tuple[tuple[str, str], ...]:
+        """Metadata for a direct call of a service port: the mesh credential (and a tenant)."""
+        tenant_header = ((("x-tenant-id", tenant),) if tenant else ())
+        return (*mesh_auth.metadata(self.settings.mesh_credential_file), *tenant_header)
+
+    @property
+    def web_url(self) -> str:
+        """The web app, with the admin token in the URL fragment (the app stores it and drops it from the address)."""
+        return f"{self.base_url}/#token={self.token}" if self.token else f"{self.base_url}/"
 
     def metrics_urls(self) -> dict[str, str]:
         """Where each process serves Prometheus metrics (Envoy: its admin ``/stats/prometheus``)."""
@@ -209,6 +237,7 @@ class Mesh:
 
     def start(self) -> Mesh:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.token = self.local_auth.prepare()
         for name in SERVICE_NAMES:
             self.start_service(name, wait=False)
         self._wait_serving(list(SERVICE_NAMES))

@@ -11,6 +11,7 @@ import json
 
 import grpc
 
+from services.runtime import mesh_auth
 from services.runtime.config import MeshSettings
 from services.runtime.interceptors import client_interceptors
 
@@ -42,9 +43,9 @@ def open_channel(target: str, settings: MeshSettings, *, retries: bool = True) -
     ]
     if retries:
         options.append(("grpc.service_config", json.dumps(_RETRY_SERVICE_CONFIG)))
-    return grpc.aio.insecure_channel(
-        target, options=options, interceptors=client_interceptors(settings.downstream_timeout_s, settings.metrics_enabled)
-    )
+    interceptors = [*client_interceptors(settings.downstream_timeout_s, settings.metrics_enabled),
+                    *mesh_auth.client_interceptors(settings.mesh_credential_file)]
+    return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
 
 
 def service_channel(service: str, settings: MeshSettings, *, retries: bool = True) -> grpc.aio.Channel:
