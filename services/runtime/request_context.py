@@ -52,6 +52,18 @@ def current_tenant(default: str = "default") -> str:
     return ctx.tenant if ctx else default
 
 
+def caller_is_admin() -> bool:
+    """The current RPC's caller holds the admin role (outside an RPC: no)."""
+    ctx = _current.get()
+    return ctx is not None and ctx.is_admin
+
+
+def visible_tenant(default: str = "default") -> str | None:
+    """Whose mesh-wide records (costs, dead letters) the caller may read: every tenant's for an admin (None), else
+    only its own tenant's. The role comes from the gateway (the token's claim), never from the client."""
+    return None if caller_is_admin() else current_tenant(default)
+
+
 def bind(ctx: RequestContext) -> contextvars.Token:
     return _current.set(ctx)
 
