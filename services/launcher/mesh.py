@@ -7,6 +7,7 @@ log file and dies with the launcher (PR_SET_PDEATHSIG), so no process outlives i
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import grpc
@@ -172,6 +173,26 @@ class Mesh:
     def web_url(self) -> str:
         """The web app, with the admin token in the URL fragment (the app stores it and drops it from the address)."""
         return f"{self.base_url}/#token={self.token}" if self.token else f"{self.base_url}/"
+
+    @contextlib.contextmanager
+    def gateway_beside(self, root: pathlib.Path, auth: AuthSettings) -> Iterator[str]:
+        """A second Envoy over this mesh's services, rendered with ``auth`` (e.g. off, to compare); its base URL."""
+        ports = self.settings.model_copy(update={"gateway_port": free_port(), "gateway_admin_port": free_port()})
+        config = envoy_config.write(root / "envoy.yaml", ports, auth, self.edge)
+        with open(root / "envoy.log", "wb") as log:
+            envoy = subprocess.Popen([envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn",
+                                      "--base-id", str(ports.gateway_port)], stdout=log, stderr=subprocess.STDOUT)
+            try:
+                admin = f"http://127.0.0.1:{ports.gateway_admin_port}"
+                deadline = time.monotonic() + self.startup_timeout_s
+                while not {*SERVICE_NAMES, *HTTP_APPS} <= healthy_clusters(admin):
+                    if envoy.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"second gateway not routing; see {root / 'envoy.log'}")
+                    time.sleep(0.2)
+                yield f"http://{ports.host}:{ports.gateway_port}"
+            finally:
+                envoy.terminate()
+                envoy.wait(10)
 
     def metrics_urls(self) -> dict[str, str]:
         """Where each process serves Prometheus metrics (Envoy: its admin ``/stats/prometheus``)."""
