@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import pathlib
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile

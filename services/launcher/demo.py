@@ -11,7 +11,6 @@ import pathlib
 
 import httpx
 
-
 SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "sample" / "solar-cooperative-handbook.md"
 QUESTION = "When is the annual general meeting held, and how often are the panels cleaned?"
 

@@ -9,8 +9,7 @@ from aiohttp import web
 
 from services.openai_api.answers import AnswerEngine
 from services.openai_api.app import create_app
-from services.runtime import MeshSettings, service_channel
-from services.runtime import logs, mesh_auth
+from services.runtime import MeshSettings, logs, mesh_auth, service_channel
 
 
 async def _serve(settings: MeshSettings) -> None:
