@@ -26,6 +26,7 @@ from functools import lru_cache
 import grpc
 from grpc_status import rpc_status
 
+from services.runtime.config import MeshSettings
 from services.runtime.errors import Unauthenticated, status_from_exception
 
 CREDENTIAL_HEADER = "x-docuthinker-mesh-credential"
@@ -56,6 +57,15 @@ def read_credential(path: pathlib.Path | None) -> str | None:
     if not value:
         raise ValueError(f"mesh credential file {path} is empty")
     return value
+
+
+def beside_local_mesh(settings: MeshSettings) -> MeshSettings:
+    """``settings`` with the local mesh's credential (``<data_dir>/auth``) when none is set and ``make run`` made one:
+    for a client process started by hand next to it (the MCP server), never for a service."""
+    if settings.mesh_credential_file is not None:
+        return settings
+    local = settings.data_dir / "auth" / CREDENTIAL_FILE
+    return settings.model_copy(update={"mesh_credential_file": local}) if local.exists() else settings
 
 
 class CredentialCheck(grpc.aio.ServerInterceptor):

@@ -30,6 +30,7 @@ from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
 from services.orchestrator.mcp.mesh import McpCallError, MeshGateway, as_dict
 from services.orchestrator.settings import OrchestratorSettings
 from services.orchestrator.tools import document_statistics
+from services.runtime import mesh_auth
 from services.runtime.config import MeshSettings
 
 ORCHESTRATOR_TOOLS = (
@@ -189,7 +190,9 @@ def _recording(path: str, encoded: str) -> bytes:
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    build_server(MeshGateway(MeshSettings(), OrchestratorSettings().mcp_tenant)).run("stdio")
+    # It calls the service ports, which serve only the mesh: it carries the credential `make run` made.
+    settings = mesh_auth.beside_local_mesh(MeshSettings())
+    build_server(MeshGateway(settings, OrchestratorSettings().mcp_tenant)).run("stdio")
 
 
 if __name__ == "__main__":
