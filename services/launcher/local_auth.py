@@ -48,11 +48,11 @@ class LocalAuth:
 
     @property
     def signing_key(self) -> pathlib.Path | None:
-        """The local issuer's key; None when auth is off or another issuer's JWKS is configured."""
+        """The local issuer's key (made by ``prepare``); None when auth is off or another issuer's JWKS is set."""
         if not self.settings.enabled or self.settings.jwks_file is None:
             return None
         key = pathlib.Path(self.settings.jwks_file).parent / KEY_FILE
-        return key if key == self.directory.resolve() / KEY_FILE or key.exists() else None
+        return key if key.parent == self.directory.resolve() or key.exists() else None
 
     @property
     def token_file(self) -> pathlib.Path:
@@ -70,8 +70,8 @@ class LocalAuth:
         if key is None:
             return None  # another issuer's keys: it mints the tokens
         ensure_keys(key.parent)
-        token = self.token(tenant="default", role=ADMIN, ttl_s=self.settings.local_token_ttl_hours * 3600,
-                           subject="make-run")
+        token = mint(key, "default", ttl_s=self.settings.local_token_ttl_hours * 3600, auth=self.settings,
+                     subject="make-run", role=ADMIN)
         write_private(self.token_file, token + "\n")
         return token
 
