@@ -19,13 +19,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import pathlib
 import subprocess
 import sys
 import tempfile
 import time
 
-import httpx
 import openai
 
 from bench.environment import describe as environment
@@ -55,13 +55,14 @@ def run(rounds: int) -> dict:
     samples.update({"rest_stream_first_delta_ms": [], "chat_stream_first_delta_ms": []})
     with tempfile.TemporaryDirectory() as tmp, Mesh(data_dir=pathlib.Path(tmp) / "data",
                                                      log_dir=pathlib.Path(tmp) / "logs", auto_ports=True) as mesh:
-        http = httpx.Client(base_url=mesh.base_url, timeout=300)
+        http = mesh.http(timeout=300)
         for path in (ROOT / "README.md",):
             reply = http.post("/v1/documents:ingest", params={"filename": path.name}, content=path.read_bytes(),
                               headers={"Content-Type": "text/markdown"})
             reply.raise_for_status()
-        sdk = openai.OpenAI(base_url=f"{mesh.base_url}/v1", api_key="unused", max_retries=0, timeout=300)
+        sdk = openai.OpenAI(base_url=f"{mesh.base_url}/v1", api_key=mesh.mint() or "unused", max_retries=0, timeout=300)
         cli = [*_cli(), "--gateway", mesh.base_url]
+        cli_env = {**os.environ, "DOCUTHINKER_TOKEN_FILE": str(mesh.local_auth.token_file)}  # what `make run` wrote
         for question in QUESTIONS:  # warm every path (sentence-vector caches, connections)
             http.post("/v1/query", json={"question": question}).raise_for_status()
             sdk.chat.completions.create(model="docuthinker", messages=[{"role": "user", "content": question}])
@@ -88,7 +89,8 @@ def run(rounds: int) -> dict:
                 samples["chat_stream_total_ms"].append(_ms(start))
                 samples["chat_stream_first_delta_ms"].append(first if first is not None else _ms(start))
                 start = time.perf_counter()
-                subprocess.run([*cli, "ask", question, "--json"], check=True, capture_output=True, timeout=300)
+                subprocess.run([*cli, "ask", question, "--json"], check=True, capture_output=True, timeout=300,
+                               env=cli_env)
                 samples["cli_ask_total_ms"].append(_ms(start))
         sdk.close()
         http.close()

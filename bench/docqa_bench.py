@@ -98,7 +98,7 @@ def run_mesh(items: Sequence[Item], files: Sequence[pathlib.Path]) -> tuple[list
     with tempfile.TemporaryDirectory(prefix="docuthinker-docqa-") as tmp:
         root = pathlib.Path(tmp)
         with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True) as mesh, \
-                httpx.Client(base_url=mesh.base_url, timeout=600) as client:
+                mesh.http(timeout=600) as client:
             uploads = []
             for path in files:
                 started = time.perf_counter()

@@ -153,7 +153,7 @@ def _upload(client: httpx.Client, upload: Upload) -> dict:
 
 def end_to_end(mesh, corpus: Corpus, warm: Upload) -> dict:
     log_path = mesh.log_dir / "rag.log"
-    with httpx.Client(base_url=mesh.base_url, timeout=3600) as client:
+    with mesh.http(timeout=3600) as client:
         _upload(client, warm)  # loads caches and torch kernels; not counted
         before = log_path.read_text(errors="replace").count('"document ingested"')
         peak = PeakRss(mesh.pids()["rag"])

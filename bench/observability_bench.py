@@ -158,7 +158,7 @@ def run(rounds: int, requests: int, sample: float, seed: int = 17) -> dict:
         try:
             for config in CONFIGS:
                 meshes[config] = mesh = _start(pathlib.Path(tmp) / config, _env(config, receiver.endpoint, sample))
-                clients[config] = httpx.Client(base_url=mesh.base_url, timeout=60)
+                clients[config] = mesh.http(timeout=60)
                 _seed(clients[config])
             for config in CONFIGS:  # warm every path (model, caches, connections)
                 for operation in ("list", "search"):

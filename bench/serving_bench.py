@@ -196,7 +196,7 @@ async def run_async(plan: ServingPlan) -> dict:
             with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True,
                       startup_timeout_s=3600) as mesh:
                 startup_s = time.perf_counter() - mesh_started
-                grpc_client, rest_client = GrpcClient(mesh.grpc_target("rag")), RestClient(mesh.base_url)
+                grpc_client, rest_client = GrpcClient(mesh.grpc_target("rag"), mesh.grpc_metadata()), RestClient(mesh.base_url, mesh.mint)
                 factories = {"inprocess": inprocess(answers), "grpc": grpc_client.factory,
                              "rest": rest_client.factory}
                 measurements = {}

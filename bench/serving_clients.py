@@ -59,6 +59,8 @@ def inprocess(answers: AnswerService) -> CallFactory:
 @dataclass
 class GrpcClient:
     target: str
+    mesh_metadata: tuple[tuple[str, str], ...] = ()
+    """The mesh credential (``Mesh.grpc_metadata()``): a service port refuses callers without it."""
 
     def __post_init__(self) -> None:
         # A bare channel (no mesh interceptors or retries): what a plain gRPC client of the service pays.
@@ -66,7 +68,7 @@ class GrpcClient:
         self._rag = RagClient(self._channel)
 
     def factory(self, operation: str, tenant: str):
-        metadata = (("x-tenant-id", tenant),)
+        metadata = (*self.mesh_metadata, ("x-tenant-id", tenant))
 
         async def search(text: str) -> Ids:
             found = await self._rag.search(text, metadata=metadata, timeout=TIMEOUT_S)
@@ -85,6 +87,8 @@ class GrpcClient:
 @dataclass
 class RestClient:
     base_url: str
+    token_for: Callable[[str], str | None] | None = None
+    """A bearer token for a tenant (``Mesh.mint``); None: auth is off at the gateway."""
 
     def __post_init__(self) -> None:
         # Created inside the running event loop (the benchmark's), as aiohttp requires.
@@ -94,7 +98,8 @@ class RestClient:
         )
 
     def factory(self, operation: str, tenant: str):
-        headers = {"x-tenant-id": tenant}
+        token = self.token_for(tenant) if self.token_for is not None else None
+        headers = {"authorization": f"Bearer {token}"} if token else {"x-tenant-id": tenant}
 
         async def post(path: str, body: dict) -> dict:
             async with self._client.post(path, json=body, headers=headers) as reply:

@@ -131,7 +131,6 @@ def transcription(clips: int) -> dict:
 
 
 def spoken_question_latency(questions: int) -> dict:
-    import httpx
 
     from services.launcher.mesh import Mesh
     from tests.speech.media_fixtures import recording
@@ -140,7 +139,7 @@ def spoken_question_latency(questions: int) -> dict:
     tenant = {"x-tenant-id": "voice-bench"}
     with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True,
               extra_env={"DOCUTHINKER_SHUTDOWN_GRACE_S": "2"}) as mesh, \
-            httpx.Client(base_url=mesh.base_url, timeout=300) as http:
+            mesh.http(timeout=300) as http:
         samples, rate, _ = recording(BRIEFING)
         started = time.perf_counter()
         reply = http.post("/v1/documents", params={"filename": "briefing.mp3"}, content=encode(samples, rate, "mp3"),

@@ -29,6 +29,22 @@ app.add_typer(graph_app, name="graph")
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts).")]
 
 
+def token_file() -> pathlib.Path:
+    """Where ``make run`` leaves its admin token: ``DOCUTHINKER_TOKEN_FILE``, else ``<data dir>/auth/token``."""
+    named = os.environ.get("DOCUTHINKER_TOKEN_FILE")
+    if named:
+        return pathlib.Path(named)
+    return pathlib.Path(os.environ.get("DOCUTHINKER_DATA_DIR", "data")) / "auth" / "token"
+
+
+def default_token() -> str | None:
+    """The local mesh's token, when no ``--token``/``DOCUTHINKER_TOKEN`` is given and the file is readable."""
+    try:
+        return token_file().read_text().strip() or None
+    except OSError:
+        return None
+
+
 @dataclass(frozen=True)
 class Target:
     gateway: str
@@ -44,7 +60,7 @@ def _complete_document_ids(ctx: typer.Context, incomplete: str) -> list[tuple[st
     """Shell completion of DOC arguments: the ids of the tenant's documents, with their names."""
     root = ctx.find_root().params
     target = Target(root.get("gateway") or os.environ.get("DOCUTHINKER_GATEWAY_URL", DEFAULT_GATEWAY),
-                    root.get("token") or os.environ.get("DOCUTHINKER_TOKEN"),
+                    root.get("token") or os.environ.get("DOCUTHINKER_TOKEN") or default_token(),
                     root.get("tenant") or os.environ.get("DOCUTHINKER_TENANT"), 3.0)
     try:
         with target.connect() as gateway:
@@ -64,14 +80,15 @@ Docs = Annotated[list[str] | None, typer.Option("--doc", "-d", help="Only this d
 def main_options(
     ctx: typer.Context,
     gateway: Annotated[str, typer.Option(envvar="DOCUTHINKER_GATEWAY_URL", help="Gateway base URL.")] = DEFAULT_GATEWAY,
-    token: Annotated[str | None, typer.Option(envvar="DOCUTHINKER_TOKEN", help="Bearer token (when auth is on).",
-                                              show_default=False)] = None,
+    token: Annotated[str | None, typer.Option(envvar="DOCUTHINKER_TOKEN", show_default=False,
+                                              help="Bearer token; default: the one `make run` wrote to"
+                                                   " $DOCUTHINKER_TOKEN_FILE or data/auth/token.")] = None,
     tenant: Annotated[str | None, typer.Option(envvar="DOCUTHINKER_TENANT",
                                                help="x-tenant-id to send (auth off; with auth the token decides).",
                                                show_default=False)] = None,
     timeout: Annotated[float, typer.Option(min=1, help="Seconds to wait for one reply.")] = 300.0,
 ) -> None:
-    ctx.obj = Target(gateway, token, tenant, timeout)
+    ctx.obj = Target(gateway, token or default_token(), tenant, timeout)
 
 
 def _run(ctx: typer.Context, as_json: bool, action: Callable[[Gateway], ExitCode | None]) -> None:

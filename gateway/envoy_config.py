@@ -4,8 +4,10 @@ Routes are derived from the descriptor set (``make proto`` writes gateway/docuth
 a new RPC needs no hand-written route: streams get an unbounded timeout, unary calls a
 bounded one, and only the unary calls whose contract declares ``idempotency_level =
 NO_SIDE_EFFECTS`` are retried by Envoy (``services.runtime.contracts``, the rule the mesh
-channels follow too). With ``DOCUTHINKER_AUTH_JWKS_FILE`` set, bearer tokens
-are verified first and the tenant is taken from them (``gateway/auth.py``).
+channels follow too); an RPC declared ``VISIBILITY_INTERNAL`` in its proto gets no route at
+all (404). With auth on (the default), bearer tokens are verified first and the tenant and
+role are taken from them (``gateway/auth.py``); every forwarded request carries the mesh
+credential (``gateway/mesh_credentials.py``).
 
     python -m gateway.envoy_config --out gateway/envoy.yaml   # render with the current env
 """
@@ -17,11 +19,12 @@ import pathlib
 from dataclasses import dataclass
 
 import yaml
+from docuthinker.api.v1 import visibility_pb2
 from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
 from gateway import auth as edge_auth
-from gateway import edge_policy, http_apps, static_site, upstreams
+from gateway import edge_policy, http_apps, mesh_credentials, static_site, upstreams
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
 from services.runtime.config import SERVICE_NAMES, MeshSettings
@@ -50,6 +53,8 @@ class Method:
     client_streaming: bool
     http_get: bool
     contract: RpcMethod
+    internal: bool = False
+    """Declared ``(docuthinker.api.v1.visibility) = VISIBILITY_INTERNAL``: only services call it, the gateway never routes it."""
 
     @property
     def grpc_path(self) -> str:
@@ -71,9 +76,10 @@ def load_methods(descriptor_set: pathlib.Path = DESCRIPTOR_SET) -> dict[str, lis
     for contract in methods_of(fds.file):
         short = contract.service.split(".")[1]
         rule = contract.options.Extensions[annotations_pb2.http]
+        internal = contract.options.Extensions[visibility_pb2.visibility] == visibility_pb2.VISIBILITY_INTERNAL
         methods.setdefault(short, []).append(
             Method(contract.service, contract.name, contract.server_streaming, contract.client_streaming,
-                   bool(rule.get), contract)
+                   bool(rule.get), contract, internal)
         )
     return methods
 
@@ -81,6 +87,8 @@ def load_methods(descriptor_set: pathlib.Path = DESCRIPTOR_SET) -> dict[str, lis
 def _routes(service: str, methods: list[Method]) -> list[dict]:
     routes = []
     for method in methods:
+        if method.internal:
+            continue  # no route: REST and gRPC callers of the gateway get its 404
         route: dict = {"cluster": service}
         if method.streaming:
             route["timeout"] = "0s"
@@ -181,7 +189,8 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
                             "route_config": {
                                 "name": "docuthinker",
                                 "virtual_hosts": [
-                                    {"name": "docuthinker", "domains": ["*"], "routes": [*web_routes, *routes]}
+                                    {"name": "docuthinker", "domains": ["*"], "routes": [*web_routes, *routes],
+                                     **mesh_credentials.virtual_host_options(settings, auth)}
                                 ],
                                 "max_direct_response_body_size_bytes": static_site.MAX_FILE_BYTES,
                             },
@@ -316,16 +325,16 @@ def _stats_listener(settings: MeshSettings) -> dict:
 
 def write(path: pathlib.Path, settings: MeshSettings, auth: AuthSettings | None = None,
           edge: EdgeSettings | None = None) -> pathlib.Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(render(settings, auth=auth, edge=edge), sort_keys=False))
-    return path
+    # 0600: the config holds the mesh credential (gateway/mesh_credentials.py).
+    return edge_auth.write_private(path, yaml.safe_dump(render(settings, auth=auth, edge=edge), sort_keys=False))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Render Envoy's config for the DocuThinker mesh.")
     parser.add_argument("--out", type=pathlib.Path, default=GATEWAY_DIR / "envoy.yaml")
     args = parser.parse_args()
-    print(write(args.out, MeshSettings(), AuthSettings(), EdgeSettings()))
+    settings = MeshSettings()
+    print(write(args.out, settings, edge_auth.local_issuer(AuthSettings(), settings.data_dir), EdgeSettings()))
 
 
 if __name__ == "__main__":

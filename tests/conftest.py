@@ -99,6 +99,16 @@ def storage(store_backend, request):
 
 
 @pytest.fixture(scope="session")
+def open_gateway(mesh, tmp_path_factory) -> str:
+    """Base URL of a second Envoy over the session's services with auth explicitly off (the session mesh has it
+    on, as ``make run`` does): x-tenant-id decides the tenant there, and every caller is an admin."""
+    from gateway.auth import AuthSettings
+
+    with mesh.gateway_beside(tmp_path_factory.mktemp("open-gateway"), AuthSettings(enabled=False)) as base:
+        yield base
+
+
+@pytest.fixture(scope="session")
 def shared_dir() -> pathlib.Path:
     """../shared beside the checkout (evaluation data and real-world fixtures; CI has it)."""
     if not SHARED.is_dir():

@@ -37,22 +37,29 @@ def test_generated_code_is_up_to_date(tmp_path):
     assert descriptor.read_bytes() == (ROOT / "gateway" / "docuthinker.pb").read_bytes(), "stale descriptor set"
 
 
-def test_every_public_rpc_has_an_http_rule():
+def test_every_public_rpc_has_an_http_rule_and_no_internal_one_is_routed():
     methods = envoy_config.load_methods()
     assert set(methods) == {"rag", "nlp", "graph", "orchestrator"}
     from google.api import annotations_pb2
     from google.protobuf import descriptor_pb2
 
     fds = descriptor_pb2.FileDescriptorSet.FromString(envoy_config.DESCRIPTOR_SET.read_bytes())
-    missing = [
-        f"{f.package}.{s.name}/{m.name}"
+    internal = {m.grpc_path for ms in methods.values() for m in ms if m.internal}
+    with_rule = {
+        f"/{f.package}.{s.name}/{m.name}"
         for f in fds.file
         if f.package.startswith("docuthinker.")
         for s in f.service
         for m in s.method
-        if not m.options.HasExtension(annotations_pb2.http)
-    ]
-    assert not missing
+        if m.options.HasExtension(annotations_pb2.http)
+    }
+    every = {m.grpc_path for ms in methods.values() for m in ms}
+    assert every - internal == with_rule, "a public RPC needs an http rule; an internal one has none"
+    assert internal == {"/docuthinker.graph.v1.GraphService/UpsertDocumentFacts",
+                        "/docuthinker.graph.v1.GraphService/DeleteDocument"}
+    hcm = envoy_config.render(MeshSettings())["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]
+    routed = {r["name"] for r in hcm["typed_config"]["route_config"]["virtual_hosts"][0]["routes"]}
+    assert not internal & routed and every - internal <= routed
 
 
 def test_envoy_config_validates(tmp_path):

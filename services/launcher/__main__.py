@@ -1,4 +1,8 @@
-"""``make run``: start the mesh, print where it answers, run until Ctrl-C or SIGTERM."""
+"""``make run``: start the mesh, print where it answers and its admin token, run until Ctrl-C or SIGTERM.
+
+``python -m services.launcher token --tenant acme [--role admin]`` mints a bearer token with the
+mesh's local signing key (``<data_dir>/auth``; see ``services/launcher/local_auth.py``).
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,37 @@ import signal
 import sys
 import threading
 
+from gateway.auth import ROLES, AuthSettings
 from services.launcher import demo
+from services.launcher.local_auth import LocalAuth
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.launcher.mesh import Mesh
 from services.launcher.settings import LauncherSettings, parse_replicas
 from services.launcher.supervisor import Supervisor
 from services.runtime.config import SERVICE_NAMES, MeshSettings
+from services.runtime.request_context import USER
+
+
+def _token(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    settings = MeshSettings()
+    local = LocalAuth(settings.data_dir, AuthSettings(), settings.mesh_credential_file)
+    if local.signing_key is None or not local.signing_key.exists():
+        parser.error(f"no local signing key in {local.directory} (auth off, another issuer, or `make run` not run yet)")
+    try:
+        print(local.token(args.tenant, args.role, ttl_s=args.ttl_hours * 3600, subject=args.subject))
+    except ValueError as exc:
+        parser.error(str(exc))
+    return 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="Run the DocuThinker mesh locally.")
+    commands = parser.add_subparsers(dest="command")
+    issue = commands.add_parser("token", help="print a bearer token signed with the mesh's local key")
+    issue.add_argument("--tenant", default="default")
+    issue.add_argument("--role", choices=ROLES, default=USER, help="admin sees mesh-wide costs and dead letters")
+    issue.add_argument("--ttl-hours", type=float, default=24.0)
+    issue.add_argument("--subject", default="", help="who the token is for (the sub claim)")
     parser.add_argument("--no-demo", action="store_true", help="skip the sample upload and question")
     parser.add_argument("--prometheus", action="store_true", default=os.environ.get("DOCUTHINKER_PROMETHEUS") == "1",
                         help="also start a local Prometheus scraping the mesh (or DOCUTHINKER_PROMETHEUS=1)")
@@ -25,6 +50,8 @@ def main() -> int:
     parser.add_argument("--replicas", type=parse_replicas, default=None, metavar="SERVICE=N,...",
                         help="processes per service, e.g. rag=2,nlp=2,orchestrator=2 (or DOCUTHINKER_LAUNCHER_REPLICAS)")
     args = parser.parse_args()
+    if args.command == "token":
+        return _token(args, parser)
     settings = MeshSettings()
     launcher = LauncherSettings()
     ceiling = MemoryCeiling(launcher.memory_max_mb)
@@ -45,7 +72,7 @@ def main() -> int:
         mesh.stop()
         return 1
     print(f"REST + gRPC gateway (Envoy): {mesh.base_url}")
-    print(f"web app:                     {mesh.base_url}/")
+    print(f"web app:                     {mesh.web_url}")
     print(f"Envoy admin:                 {mesh.admin_url}")
     print(f"OpenAI-compatible chat API:  {mesh.base_url}/v1/chat/completions")
     for child in mesh.children.values():
@@ -66,12 +93,19 @@ def main() -> int:
             print(f"prometheus failed to start: {exc}", file=sys.stderr)
     print(f"logs: {mesh.log_dir}   data: {mesh.data_dir}")
     print("all services SERVING", flush=True)
-    if mesh.auth.enabled:
-        print(f"auth: bearer tokens required (JWKS {mesh.auth.jwks_file}); mint one with"
-              " `python -m gateway.auth token --tenant NAME`")
+    if mesh.token:
+        print(f"auth: bearer tokens required; admin token (tenant default) in {mesh.local_auth.token_file},"
+              " which the CLI reads:")
+        print(f"  {mesh.token}")
+        print("  more: python -m services.launcher token --tenant NAME [--role admin]")
+    elif mesh.auth.enabled:
+        print(f"auth: bearer tokens required (JWKS {mesh.auth.jwks_file}, your issuer mints them)")
+    else:
+        print("auth: OFF (DOCUTHINKER_AUTH_ENABLED=false): anyone reaching the gateway may be any tenant, and admin",
+              file=sys.stderr)
     if not args.no_demo:
         try:
-            demo.run(mesh.base_url, out=lambda line: print(line, flush=True), token=demo.token_for(mesh.auth))
+            demo.run(mesh.base_url, out=lambda line: print(line, flush=True), token=mesh.mint("default", ttl_s=600))
         except Exception as exc:  # noqa: BLE001 - the mesh stays up; the demo is a courtesy
             print(f"demo failed: {exc}", file=sys.stderr, flush=True)
     if ceiling.available:

@@ -11,24 +11,12 @@ import pathlib
 
 import httpx
 
-from gateway.auth import KEY_FILE, AuthSettings, mint
-
 SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "sample" / "solar-cooperative-handbook.md"
 QUESTION = "When is the annual general meeting held, and how often are the panels cleaned?"
 
 
 def _sse(lines) -> list[dict]:
     return [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
-
-
-def token_for(auth: AuthSettings) -> str | None:
-    """With auth on, a short-lived token from the signing key beside the JWKS file (``keygen``'s layout)."""
-    if not auth.enabled:
-        return None
-    key = pathlib.Path(auth.jwks_file).parent / KEY_FILE  # type: ignore[arg-type]
-    if not key.exists():
-        raise RuntimeError(f"auth is on and there is no {key} to sign a demo token with")
-    return mint(key, "default", ttl_s=600, auth=auth, subject="make-run-demo")
 
 
 def run(base_url: str, out=print, token: str | None = None) -> dict:

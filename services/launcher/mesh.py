@@ -7,6 +7,7 @@ log file and dies with the launcher (PR_SET_PDEATHSIG), so no process outlives i
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -17,18 +18,21 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import grpc
+import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway import envoy_config, http_apps
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
+from services.launcher.local_auth import LocalAuth, TokenAuth
 from services.launcher.memory_ceiling import MemoryCeiling
-from services.runtime.config import SERVICE_NAMES, MeshSettings, settings_from_env
 from services.graph.settings import GraphSettings
+from services.runtime import mesh_auth
+from services.runtime.config import SERVICE_NAMES, MeshSettings, settings_from_env
 from services.storage import local_server
 from services.storage.settings import StorageSettings
 
@@ -145,6 +149,9 @@ class Mesh:
     env: dict[str, str] = field(init=False, default_factory=dict)
     settings: MeshSettings = field(init=False)
     auth: AuthSettings = field(init=False)
+    local_auth: LocalAuth = field(init=False)
+    token: str | None = field(init=False, default=None)
+    """The admin token minted at start (also in ``<data_dir>/auth/token``); None with auth off."""
     edge: EdgeSettings = field(init=False)
     children: dict[str, Child] = field(init=False, default_factory=dict)
     memory_ceiling: MemoryCeiling | None = None
@@ -170,11 +177,14 @@ class Mesh:
         env.setdefault("OTEL_SDK_DISABLED", "true")
         env["PYTHONUNBUFFERED"] = "1"
         check_replicas(self.replicas, env)
+        # Every child proves it is the mesh with the secret in this file (made at start).
+        env.setdefault("DOCUTHINKER_MESH_CREDENTIAL_FILE", str(self.data_dir / "auth" / mesh_auth.CREDENTIAL_FILE))
         self._plan_children(env, settings_from_env(MeshSettings, env))
         self.env = env
         # Read from the children's environment, not this process's: the launcher's own stays as it was.
         self.settings = settings_from_env(MeshSettings, env)
-        self.auth = settings_from_env(AuthSettings, env)
+        self.local_auth = LocalAuth(self.data_dir, settings_from_env(AuthSettings, env), self.settings.mesh_credential_file)
+        self.auth = self.local_auth.settings
         self.edge = settings_from_env(EdgeSettings, env)
 
     def _plan_children(self, env: dict[str, str], configured: MeshSettings) -> None:
@@ -213,6 +223,45 @@ class Mesh:
     def grpc_target(self, name: str) -> str:
         """The address of one replica (``rag``: the first; ``rag-2``: the second)."""
         return f"{self.settings.local_host}:{self.children[name].port}"
+
+    # -- callers (tests, benchmarks, the demo) -------------------------------------------
+    def mint(self, tenant: str = "default", role: str = "user", ttl_s: float = 3600) -> str | None:
+        """A bearer token for ``tenant`` signed with the mesh's local key; None with auth off."""
+        return self.local_auth.token(tenant, role, ttl_s)
+
+    def http(self, role: str = "user", **options) -> httpx.Client:
+        """An httpx client of the gateway that authenticates each request as the tenant its x-tenant-id names."""
+        return httpx.Client(base_url=self.base_url, auth=TokenAuth(self.local_auth, role), **options)
+
+    def grpc_metadata(self, tenant: str | None = None) -> tuple[tuple[str, str], ...]:
+        """Metadata for a direct call of a service port: the mesh credential (and a tenant)."""
+        tenant_header = ((("x-tenant-id", tenant),) if tenant else ())
+        return (*mesh_auth.metadata(self.settings.mesh_credential_file), *tenant_header)
+
+    @property
+    def web_url(self) -> str:
+        """The web app, with the admin token in the URL fragment (the app stores it and drops it from the address)."""
+        return f"{self.base_url}/#token={self.token}" if self.token else f"{self.base_url}/"
+
+    @contextlib.contextmanager
+    def gateway_beside(self, root: pathlib.Path, auth: AuthSettings) -> Iterator[str]:
+        """A second Envoy over this mesh's services, rendered with ``auth`` (e.g. off, to compare); its base URL."""
+        ports = self.settings.model_copy(update={"gateway_port": free_port(), "gateway_admin_port": free_port()})
+        config = envoy_config.write(root / "envoy.yaml", ports, auth, self.edge)
+        with open(root / "envoy.log", "wb") as log:
+            envoy = subprocess.Popen([envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn",
+                                      "--base-id", str(ports.gateway_port)], stdout=log, stderr=subprocess.STDOUT)
+            try:
+                admin = f"http://127.0.0.1:{ports.gateway_admin_port}"
+                deadline = time.monotonic() + self.startup_timeout_s
+                while not {*SERVICE_NAMES, *HTTP_APPS} <= healthy_clusters(admin):
+                    if envoy.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"second gateway not routing; see {root / 'envoy.log'}")
+                    time.sleep(0.2)
+                yield f"http://{ports.host}:{ports.gateway_port}"
+            finally:
+                envoy.terminate()
+                envoy.wait(10)
 
     def metrics_urls(self) -> dict[str, str]:
         """Where each process serves Prometheus metrics (Envoy: its admin ``/stats/prometheus``)."""
@@ -286,6 +335,7 @@ class Mesh:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # The postgres backend without a DSN: a local PostgreSQL (pgserver) the services share.
         self.postgres = local_server.start_for_mesh(self.env, self.data_dir)
+        self.token = self.local_auth.prepare()
         services = [c.name for c in self.children.values() if c.service in SERVICE_NAMES]
         for name in services:
             self.start_service(name, wait=False)

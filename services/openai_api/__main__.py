@@ -10,13 +10,15 @@ from aiohttp import web
 from services.openai_api.answers import AnswerEngine
 from services.openai_api.app import create_app
 from services.rag.client import RagClient
-from services.runtime import ChannelPool, MeshSettings
-from services.runtime import logs
+from services.runtime import ChannelPool, MeshSettings, logs, mesh_auth
 
 
 async def _serve(settings: MeshSettings) -> None:
     channels = ChannelPool(settings)
-    runner = web.AppRunner(create_app(AnswerEngine(RagClient(channels)), settings.default_tenant), access_log=None)
+    mesh_auth.warn_if_open("openai_api", settings.mesh_credential_file)
+    app = create_app(AnswerEngine(RagClient(channels)), settings.default_tenant,
+                     mesh_auth.read_credential(settings.mesh_credential_file))
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.openai_api_port, shutdown_timeout=settings.shutdown_grace_s)
     await site.start()

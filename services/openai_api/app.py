@@ -12,6 +12,7 @@ from aiohttp import web
 
 from services.openai_api import errors, wire
 from services.openai_api.answers import AnswerEngine, Delta, Done, Question
+from services.runtime import mesh_auth
 from services.runtime.request_context import TENANT_HEADER, TENANT_PATTERN
 
 log = logging.getLogger("docuthinker.openai_api")
@@ -125,8 +126,24 @@ async def health(request: web.Request) -> web.Response:
     return _json({"status": "SERVING"})
 
 
-def create_app(engine: AnswerEngine, default_tenant: str = "default") -> web.Application:
-    app = web.Application(middlewares=[openai_errors], client_max_size=4 * 1024 * 1024)
+def _mesh_only(credential: str | None):
+    """Like the gRPC ports (``services.runtime.mesh_auth``): only the mesh (Envoy) may call, since the
+    tenant is taken from x-tenant-id; the health probe stays open."""
+    expected = credential.encode() if credential else b""
+
+    @web.middleware
+    async def check(request: web.Request, handler) -> web.StreamResponse:
+        if credential and request.path != HEALTH_PATH:
+            if not mesh_auth.proven(request.headers.getall(mesh_auth.CREDENTIAL_HEADER, []), expected):
+                raise errors.ApiError(401, "this port serves only the DocuThinker mesh: call through the gateway",
+                                      "authentication_error", "mesh_credential_required")
+        return await handler(request)
+
+    return check
+
+
+def create_app(engine: AnswerEngine, default_tenant: str = "default", credential: str | None = None) -> web.Application:
+    app = web.Application(middlewares=[openai_errors, _mesh_only(credential)], client_max_size=4 * 1024 * 1024)
     app[ENGINE] = engine
     app[DEFAULT_TENANT] = default_tenant
     app.router.add_post("/v1/chat/completions", chat_completions)

@@ -9,6 +9,8 @@ cannot spend the whole mesh's budget; the tenant is the one bound to the request
 
 from __future__ import annotations
 
+import dataclasses
+
 import contextvars
 import datetime as dt
 import time
@@ -252,7 +254,9 @@ class CostTracker:
                     },
                 )
 
-    def report(self, period: str = "today") -> CostReport:
+    def report(self, period: str = "today", scope: str | None = None) -> CostReport:
+        """Spend in ``period``: mesh-wide when ``scope`` is None (an admin's view), else only tenant ``scope``'s,
+        with the mesh's own spend left 0 (a user sees its tenant alone; the mesh's budgets are still shown)."""
         period = period or "today"
         if period not in PERIODS:
             raise InvalidArgument(
@@ -260,15 +264,18 @@ class CostTracker:
             )
         now = self._clock()
         since = {"today": _day_start(now), "week": now - 7 * 86_400, "month": _month_start(now)}[period]
-        by_provider = self._grouped("provider", since)
-        by_intent = self._grouped("intent", since)
+        by_provider = self._grouped("provider", since, scope)
+        by_intent = self._grouped("intent", since, scope)
+        budget = self.budget()
+        if scope is not None:
+            budget = dataclasses.replace(budget, daily_spent=0.0, monthly_spent=0.0)
         return CostReport(
             period=period,
             by_provider=by_provider,
             by_intent=by_intent,
             total_cost=sum(b.cost for b in by_provider.values()),
             total_requests=sum(b.requests for b in by_provider.values()),
-            budget=self.budget(),
+            budget=budget,
             tenant_total=self._tenant_total(_caller_tenant(), since),
         )
 
@@ -288,11 +295,12 @@ class CostTracker:
         )
         return Bucket(float(row["cost"]), int(row["n"])) if row else Bucket()
 
-    def _grouped(self, column: str, since: float) -> dict[str, Bucket]:
+    def _grouped(self, column: str, since: float, tenant: str | None = None) -> dict[str, Bucket]:
+        only_tenant = "" if tenant is None else " AND tenant = ?"
         rows = self._db.query(
             f"SELECT {column} AS k, SUM(cost_usd) AS cost, COUNT(*) AS n FROM cost_records"  # noqa: S608 - fixed column
-            " WHERE ts >= ? GROUP BY k",
-            (since,),
+            f" WHERE ts >= ?{only_tenant} GROUP BY k",
+            (since,) if tenant is None else (since, tenant),
         )
         return {row["k"]: Bucket(float(row["cost"] or 0.0), int(row["n"])) for row in rows}
 

@@ -23,7 +23,7 @@ from services.orchestrator.insights import InsightStore
 from services.orchestrator.llm import track_attempts
 from services.providers.base import Usage
 from services.runtime.errors import FailedPrecondition, FieldViolation, InvalidArgument
-from services.runtime.request_context import current_tenant
+from services.runtime.request_context import current_tenant, visible_tenant
 
 
 @dataclass(frozen=True)
@@ -280,7 +280,7 @@ class Operations:
         )
 
     async def system_costs(self, params: Mapping[str, Any]) -> Outcome:
-        report = self._costs.report(str(params.get("period") or "today"))
+        report = self._costs.report(str(params.get("period") or "today"), scope=visible_tenant())
         return Outcome(
             {
                 "period": report.period,

@@ -21,8 +21,8 @@ from services.orchestrator.supervisor import Done, Subtask, Supervisor
 from services.orchestrator.tokens import TokenBudget, Turn
 from services.orchestrator.tools import ToolRegistry
 from services.orchestrator.wire import struct, timestamp, to_dict, value
-from services.runtime.errors import FieldViolation, InvalidArgument, status_from_exception
-from services.runtime.request_context import current_tenant
+from services.runtime.errors import FieldViolation, InvalidArgument, PermissionDenied, status_from_exception
+from services.runtime.request_context import TENANT_PATTERN, caller_is_admin, current_tenant, visible_tenant
 
 _TASK_STATES = {
     TaskState.SUCCEEDED: pb.TASK_STATE_SUCCEEDED,
@@ -213,7 +213,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
         )
 
     async def GetCosts(self, request: pb.GetCostsRequest, context) -> pb.GetCostsResponse:
-        report = self._c.costs.report(request.period)
+        report = self._c.costs.report(request.period, scope=_scope(request.tenant, "costs"))
         return pb.GetCostsResponse(
             period=report.period,
             by_provider={k: pb.CostBucket(cost=b.cost, requests=b.requests) for k, b in report.by_provider.items()},
@@ -254,7 +254,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
             raise InvalidArgument("limit must not be negative", reason="BAD_LIMIT",
                                   violations=[FieldViolation("limit", "0 (default 20) to 1000")])
         limit = min(request.limit or DEFAULT_DLQ_LIMIT, MAX_DLQ_LIMIT)
-        letters, counts = self._c.dlq.list(limit, current_tenant())
+        letters, counts = self._c.dlq.list(limit, _scope(request.tenant, "dead letters"))
         return pb.ListDeadLettersResponse(
             messages=[_letter(letter) for letter in letters],
             parked=counts.parked,
@@ -263,7 +263,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
         )
 
     async def ReplayDeadLetter(self, request: pb.ReplayDeadLetterRequest, context) -> pb.ReplayDeadLetterResponse:
-        letter, success = await self._c.dlq.replay(request.id, current_tenant())
+        letter, success = await self._c.dlq.replay(request.id, visible_tenant())
         return pb.ReplayDeadLetterResponse(message=_letter(letter), success=success)
 
     # -- conversations -----------------------------------------------------------------------
@@ -318,3 +318,16 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
                 ),
             ],
         )
+
+
+def _scope(requested: str, what: str) -> str | None:
+    """The tenant whose ``what`` a request reads (None: every tenant's): an admin may read any, a user its own."""
+    if not requested:
+        return visible_tenant()
+    if not TENANT_PATTERN.match(requested):
+        raise InvalidArgument(f"invalid tenant id {requested!r}", reason="INVALID_TENANT",
+                              violations=[FieldViolation("tenant", "1-64 letters, digits, '.', '_' or '-'")])
+    if requested != current_tenant() and not caller_is_admin():
+        raise PermissionDenied(f"only an admin may read another tenant's {what}", reason="ADMIN_ROLE_REQUIRED",
+                               metadata={"tenant": requested})
+    return requested

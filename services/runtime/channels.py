@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import grpc
 
+from services.runtime import mesh_auth
 from services.runtime.config import MeshSettings
 from services.runtime.contracts import RpcMethod, mesh_methods
 from services.runtime.interceptors import client_interceptors
@@ -55,10 +56,11 @@ def channel_options(settings: MeshSettings, *, retries: bool = True,
 
 def open_channel(target: str, settings: MeshSettings, *, retries: bool = True,
                  extra_options: Sequence[tuple[str, object]] = ()) -> grpc.aio.Channel:
+    interceptors = [*client_interceptors(settings.downstream_timeout_s, settings.metrics_enabled),
+                    *mesh_auth.client_interceptors(settings.mesh_credential_file)]
     return grpc.aio.insecure_channel(
-        target,
-        options=channel_options(settings, retries=retries, extra_options=extra_options),
-        interceptors=client_interceptors(settings.downstream_timeout_s, settings.metrics_enabled),
+        target, options=channel_options(settings, retries=retries, extra_options=extra_options),
+        interceptors=interceptors,
     )
 
 

@@ -77,6 +77,11 @@ class MeshSettings(BaseSettings):
     max_upload_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
     """Largest accepted document: Envoy answers 413 above it, the RAG service RESOURCE_EXHAUSTED."""
 
+    mesh_credential_file: pathlib.Path | None = None
+    """The per-mesh secret service ports require of every caller but health checks and reflection
+    (``services/runtime/mesh_auth.py``); the launcher creates ``<data_dir>/auth/mesh-credential`` on first start
+    and sets this for every child. Unset: service ports accept any caller (a warning is logged)."""
+
     metrics_enabled: bool = True
     """Record RPC metrics and serve them (``/metrics``) on each process's metrics port."""
     orchestrator_metrics_port: int = 9460

@@ -91,6 +91,14 @@ class FailedPrecondition(_kind(grpc.StatusCode.FAILED_PRECONDITION, "FAILED_PREC
     """The system is not in a state to serve this request (e.g. no provider configured)."""
 
 
+class Unauthenticated(_kind(grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED")):
+    """The caller did not prove who it is (no or a wrong credential)."""
+
+
+class PermissionDenied(_kind(grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")):
+    """The caller is known but may not do this (its role or tenant does not allow it)."""
+
+
 class ResourceExhausted(_kind(grpc.StatusCode.RESOURCE_EXHAUSTED, "RESOURCE_EXHAUSTED")):
     """A size, quota or budget limit was exceeded."""
 

@@ -9,7 +9,7 @@ Server side, every handler kind is wrapped so that:
   ``error`` event instead (HTTP/1.1 clients behind the transcoder never see trailers);
   before the first message the failure is the RPC status, so REST callers get the right
   HTTP code.
-Client side, calls carry the request id and tenant on, and the caller's remaining deadline.
+Client side, calls carry the request id, tenant and role on, and the caller's remaining deadline.
 
 Both sides record the mesh's RPC metrics (``services.runtime.metrics``) and, with tracing on,
 a span per RPC that continues the caller's trace (``services.runtime.tracing``); an error's
@@ -121,6 +121,9 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             request_id=headers.get(request_context.REQUEST_ID_HEADER) or uuid.uuid4().hex,
             tenant=tenant,
             deadline=None if remaining is None else time.monotonic() + remaining,
+            # A repeated or unknown role reads as a user: only one exact "admin" grants more.
+            role=request_context.ADMIN if headers.get(request_context.ROLE_HEADER) == request_context.ADMIN
+            else request_context.USER,
         )
 
     def _log(self, method: str, ctx, code: str, started: float, exc: BaseException | None = None) -> None:
@@ -247,6 +250,8 @@ class _ClientPropagation:
                 metadata.add(request_context.TENANT_HEADER, ctx.tenant)
             if request_context.REQUEST_ID_HEADER not in metadata:
                 metadata.add(request_context.REQUEST_ID_HEADER, ctx.request_id)
+            if request_context.ROLE_HEADER not in metadata:
+                metadata.add(request_context.ROLE_HEADER, ctx.role)
             remaining = ctx.time_remaining()
             if remaining is not None:
                 timeout = remaining if timeout is None else min(timeout, remaining)

@@ -13,6 +13,11 @@ from dataclasses import dataclass
 
 TENANT_HEADER = "x-tenant-id"
 REQUEST_ID_HEADER = "x-request-id"
+# Set by the gateway from the bearer token's role claim (a client's own is dropped there); trusted
+# only because service ports admit only the mesh (``mesh_auth``). Anything but "admin" is a user.
+ROLE_HEADER = "x-docuthinker-role"
+ADMIN = "admin"
+USER = "user"
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -22,6 +27,12 @@ class RequestContext:
     tenant: str
     # time.monotonic() at which the caller's deadline expires; None when it set none.
     deadline: float | None = None
+    role: str = USER
+    """``admin`` sees mesh-wide costs and every tenant's dead letters; a ``user`` only its tenant's."""
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == ADMIN
 
     def time_remaining(self) -> float | None:
         if self.deadline is None:
@@ -39,6 +50,18 @@ def current() -> RequestContext | None:
 def current_tenant(default: str = "default") -> str:
     ctx = _current.get()
     return ctx.tenant if ctx else default
+
+
+def caller_is_admin() -> bool:
+    """The current RPC's caller holds the admin role (outside an RPC: no)."""
+    ctx = _current.get()
+    return ctx is not None and ctx.is_admin
+
+
+def visible_tenant(default: str = "default") -> str | None:
+    """Whose mesh-wide records (costs, dead letters) the caller may read: every tenant's for an admin (None), else
+    only its own tenant's. The role comes from the gateway (the token's claim), never from the client."""
+    return None if caller_is_admin() else current_tenant(default)
 
 
 def bind(ctx: RequestContext) -> contextvars.Token:

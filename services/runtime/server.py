@@ -1,7 +1,7 @@
 """The one gRPC server bootstrap used by every service.
 
 ``create_server`` binds a ``grpc.aio`` server with the standard health service, server
-reflection and the mesh interceptors (RPC metrics and traces included); ``serve`` also starts
+reflection, the mesh credential check (``mesh_auth``) and the mesh interceptors (RPC metrics and traces included); ``serve`` also starts
 the process's /metrics port and its trace exporter (when configured), runs until SIGTERM/SIGINT,
 then shuts down gracefully: health NOT_SERVING first, then drain in-flight RPCs for the grace period.
 """
@@ -18,7 +18,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from services.runtime import logs, metrics, tracing
+from services.runtime import logs, mesh_auth, metrics, tracing
 from services.runtime.clients import ChannelPool
 from services.runtime.config import MeshSettings
 from services.runtime.interceptors import ServerInterceptor
@@ -67,7 +67,8 @@ class RunningServer:
 async def create_server(binding: ServiceBinding, settings: MeshSettings, port: int | None = None) -> RunningServer:
     """Builds, binds and starts the server; ``port=0`` picks a free port (tests)."""
     server = grpc.aio.server(
-        interceptors=[ServerInterceptor(binding.name, settings.default_tenant, settings.metrics_enabled), *binding.extra_interceptors],
+        # The mesh credential first: a caller that is not the mesh reaches no handler, tenant or metrics code.
+        interceptors=[*mesh_auth.server_interceptors(settings.mesh_credential_file), ServerInterceptor(binding.name, settings.default_tenant, settings.metrics_enabled), *binding.extra_interceptors],
         options=[
             ("grpc.max_receive_message_length", settings.max_message_bytes),
             ("grpc.max_send_message_length", settings.max_message_bytes),
@@ -101,6 +102,7 @@ async def _serve(binding: ServiceBinding, settings: MeshSettings) -> None:
     tracing.configure(binding.name, settings.otlp_endpoint, settings.trace_sample_ratio)
     if settings.metrics_enabled:
         metrics.start_metrics_server(binding.name, settings.host, settings.metrics_port_of(binding.name))
+    mesh_auth.warn_if_open(binding.name, settings.mesh_credential_file)
     running = await create_server(binding, settings)
     log.info("serving", extra={"fields": {"address": f"{settings.host}:{running.port}"}})
     stop = asyncio.Event()

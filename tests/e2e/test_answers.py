@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 
 pytestmark = pytest.mark.e2e
@@ -35,7 +34,7 @@ def sse_events(body: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def client(mesh):
-    with httpx.Client(base_url=mesh.base_url, timeout=120) as http:
+    with mesh.http(timeout=120) as http:
         yield http
 
 

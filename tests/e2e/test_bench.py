@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from bench.serving_clients import EmptyReply, GrpcClient, RestClient
@@ -22,7 +21,7 @@ The cafeteria serves lunch from noon until two o'clock.
 
 @pytest.fixture(scope="module")
 def uploaded(mesh) -> str:
-    with httpx.Client(base_url=mesh.base_url, timeout=120) as http:
+    with mesh.http(timeout=120) as http:
         reply = http.post("/v1/documents", params={"filename": "bench-notes.txt"}, content=TEXT.encode(),
                           headers={"x-tenant-id": TENANT, "content-type": "text/plain"})
     assert reply.status_code == 200, reply.text
@@ -31,7 +30,7 @@ def uploaded(mesh) -> str:
 
 @pytest.mark.parametrize("operation", ["search", "query"])
 async def test_rest_and_grpc_clients_return_the_same_ranking(mesh, uploaded, operation):
-    rest, grpc_client = RestClient(mesh.base_url), GrpcClient(mesh.grpc_target("rag"))
+    rest, grpc_client = RestClient(mesh.base_url, mesh.mint), GrpcClient(mesh.grpc_target("rag"), mesh.grpc_metadata())
     try:
         question = "How often are turbine blades inspected?"
         via_envoy = await rest.factory(operation, uploaded)(question)
@@ -43,7 +42,7 @@ async def test_rest_and_grpc_clients_return_the_same_ranking(mesh, uploaded, ope
 
 
 async def test_rest_client_refuses_an_empty_result(mesh):
-    rest = RestClient(mesh.base_url)
+    rest = RestClient(mesh.base_url, mesh.mint)
     try:
         with pytest.raises(EmptyReply):
             await rest.factory("search", "bench-e2e-nobody")("anything at all")

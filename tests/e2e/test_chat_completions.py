@@ -21,17 +21,17 @@ QUESTION = "Who will carry out the fire inspection of the Harbor Street warehous
 
 @pytest.fixture(scope="module")
 def document_id(mesh) -> str:
-    reply = httpx.post(f"{mesh.base_url}/v1/documents:ingest", params={"filename": "harbor-memo.txt"},
-                       content=MEMO.encode(), headers={"Content-Type": "text/plain", "x-tenant-id": TENANT},
-                       timeout=180)
+    with mesh.http(timeout=180) as http:
+        reply = http.post("/v1/documents:ingest", params={"filename": "harbor-memo.txt"},
+                          content=MEMO.encode(), headers={"Content-Type": "text/plain", "x-tenant-id": TENANT})
     assert reply.status_code == 200, reply.text
     return reply.json()["result"]["document"]["document_id"]
 
 
 @pytest.fixture(scope="module")
 def client(mesh) -> openai.OpenAI:
-    with openai.OpenAI(base_url=f"{mesh.base_url}/v1", api_key="unused-without-auth", max_retries=0,
-                       default_headers={"x-tenant-id": TENANT}, timeout=180) as sdk:
+    # The SDK's api_key is the bearer token: the tenant comes from it.
+    with openai.OpenAI(base_url=f"{mesh.base_url}/v1", api_key=mesh.mint(TENANT), max_retries=0, timeout=180) as sdk:
         yield sdk
 
 
@@ -73,26 +73,29 @@ def test_streamed_completion_matches_and_ends_with_citations_and_usage(client, d
 
 
 def test_answers_stay_within_the_callers_tenant(mesh, document_id):
-    with openai.OpenAI(base_url=f"{mesh.base_url}/v1", api_key="x", max_retries=0,
-                       default_headers={"x-tenant-id": "chat-e2e-other"}, timeout=180) as other:
+    with openai.OpenAI(base_url=f"{mesh.base_url}/v1", api_key=mesh.mint("chat-e2e-other"), max_retries=0,
+                       timeout=180) as other:
         completion = other.chat.completions.create(model="docuthinker",
                                                    messages=[{"role": "user", "content": QUESTION}])
     message = completion.choices[0].message
     assert "Dana Whitfield" not in message.content and message.citations == []
 
 
-def test_errors_come_in_openais_shape_with_their_status(client, mesh):
+def test_errors_come_in_openais_shape_with_their_status(client, mesh, open_gateway):
     with pytest.raises(openai.NotFoundError) as unknown:
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": QUESTION}])
     assert unknown.value.status_code == 404 and unknown.value.code == "model_not_found"
     with pytest.raises(openai.BadRequestError) as no_question:
         client.chat.completions.create(model="docuthinker", messages=[{"role": "system", "content": "hi"}])
     assert no_question.value.body["param"] == "messages"
-    with pytest.raises(openai.BadRequestError) as bad_tenant:
-        client.chat.completions.create(model="docuthinker", messages=[{"role": "user", "content": QUESTION}],
-                                       extra_headers={"x-tenant-id": "bad tenant!"}, stream=True)
+    # With auth off, x-tenant-id names the tenant, and a malformed one is refused.
+    with openai.OpenAI(base_url=f"{open_gateway}/v1", api_key="unused-without-auth", max_retries=0,
+                       timeout=60) as open_sdk, pytest.raises(openai.BadRequestError) as bad_tenant:
+        open_sdk.chat.completions.create(model="docuthinker", messages=[{"role": "user", "content": QUESTION}],
+                                         extra_headers={"x-tenant-id": "bad tenant!"}, stream=True)
     assert bad_tenant.value.code == "invalid_tenant"
-    raw = httpx.post(f"{mesh.base_url}/v1/chat/completions", content=b"{not json", timeout=30)
+    raw = httpx.post(f"{mesh.base_url}/v1/chat/completions", content=b"{not json", timeout=30,
+                     headers={"authorization": f"Bearer {mesh.mint(TENANT)}"})
     assert raw.status_code == 400 and raw.json()["error"]["type"] == "invalid_request_error"
 
 

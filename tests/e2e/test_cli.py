@@ -45,10 +45,18 @@ def docuthinker() -> pathlib.Path:
 
 
 @pytest.fixture(scope="module")
-def cli(mesh, docuthinker):
+def token_env(mesh, tmp_path_factory) -> dict[str, str]:
+    """The CLI's token comes from a token file, as ``make run`` leaves one (here a user token of TENANT)."""
+    token_file = tmp_path_factory.mktemp("cli-token") / "token"
+    token_file.write_text(mesh.mint(TENANT) or "")
+    env = {k: v for k, v in os.environ.items() if k != "DOCUTHINKER_TOKEN"}
+    return {**env, "DOCUTHINKER_TOKEN_FILE": str(token_file)}
+
+
+@pytest.fixture(scope="module")
+def cli(mesh, docuthinker, token_env):
     def run(*args: str, gateway: str | None = None, check: int | None = 0) -> subprocess.CompletedProcess:
-        env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-        env.pop("DOCUTHINKER_TOKEN", None)
+        env = {**token_env, "COLUMNS": "200", "NO_COLOR": "1"}
         argv = [str(docuthinker), "--gateway", gateway or mesh.base_url, "--tenant", TENANT, *args]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
         if check is not None:
@@ -168,10 +176,10 @@ def test_delete_removes_a_document(cli, uploaded):
     assert canteen not in {d["document_id"] for d in as_json(cli("docs", "--json"))}
 
 
-def test_document_ids_complete_in_the_shell(mesh, docuthinker, uploaded):
+def test_document_ids_complete_in_the_shell(mesh, docuthinker, uploaded, token_env):
     memo = uploaded["harbor-memo.txt"]["document"]["document_id"]
     words = f"docuthinker --gateway {mesh.base_url} --tenant {TENANT} summary "
-    env = {**os.environ, "_DOCUTHINKER_COMPLETE": "complete_bash", "COMP_WORDS": words,
+    env = {**token_env, "_DOCUTHINKER_COMPLETE": "complete_bash", "COMP_WORDS": words,
            "COMP_CWORD": str(len(words.split()))}
     done = subprocess.run([str(docuthinker)], capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0 and memo in done.stdout.split(), done.stdout + done.stderr

@@ -11,7 +11,6 @@ import json
 import re
 import time
 
-import httpx
 import pytest
 
 pytestmark = pytest.mark.e2e
@@ -53,7 +52,7 @@ def flat(text: str) -> str:
 def client(mesh):
     present = [k for k in KEY_VARIABLES if mesh.env.get(k)]
     assert not present, f"these tests check the offline platform: unset {present}"
-    with httpx.Client(base_url=mesh.base_url, timeout=300) as http:
+    with mesh.http(timeout=300) as http:
         yield http
 
 

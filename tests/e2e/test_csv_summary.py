@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 pytestmark = pytest.mark.e2e
@@ -22,7 +21,7 @@ def csv_text(rows: int = 90) -> str:
 
 @pytest.fixture(scope="module")
 def client(mesh):
-    with httpx.Client(base_url=mesh.base_url, timeout=300, headers={"x-tenant-id": "csv-summary"}) as http:
+    with mesh.http(timeout=300, headers={"x-tenant-id": "csv-summary"}) as http:
         yield http
 
 

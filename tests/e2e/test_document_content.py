@@ -3,7 +3,6 @@ type, sandboxed for browsers, and NOT_FOUND for another tenant's document or an 
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 pytestmark = pytest.mark.e2e
@@ -15,7 +14,7 @@ NOTE = b"# Pier notes\n\nThe ferry to the island leaves at seven every morning f
 
 @pytest.fixture(scope="module")
 def client(mesh):
-    with httpx.Client(base_url=mesh.base_url, timeout=120) as c:
+    with mesh.http(timeout=120) as c:
         yield c
 
 

@@ -3,7 +3,6 @@ errors are both google.rpc.Status JSON with the matching HTTP status."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 pytestmark = pytest.mark.e2e
@@ -11,7 +10,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def http(mesh):
-    with httpx.Client(base_url=mesh.base_url, timeout=60) as client:
+    with mesh.http(timeout=60) as client:
         yield client
 
 

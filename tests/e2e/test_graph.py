@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 import grpc
-import httpx
 import pytest
 
 from docuthinker.graph.v1 import graph_service_pb2 as pb
@@ -16,7 +15,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def client(mesh):
-    with httpx.Client(base_url=mesh.base_url, timeout=60) as http:
+    with mesh.http(timeout=60) as http:
         yield http
 
 
@@ -34,8 +33,9 @@ def _facts(document_id: str, title: str, topics=(), entities=()) -> list[pb.Upse
 
 
 async def _seed(mesh, tenant: dict[str, str]) -> None:
-    """Facts arrive as a client stream over gRPC (how ingestion sends them), here through Envoy's gRPC listener."""
-    async with grpc.aio.insecure_channel(mesh.base_url.removeprefix("http://")) as channel:
+    """Facts arrive as a client stream over gRPC, as ingestion sends them: at the graph service's own port with the
+    mesh credential (an internal RPC, which the public gateway does not route)."""
+    async with grpc.aio.insecure_channel(mesh.grpc_target("graph")) as channel:
         reply = await pb_grpc.GraphServiceStub(channel).UpsertDocumentFacts(
             iter(
                 _facts("alpha", "Alpha", [("Knowledge Graphs", 0.9), ("Retrieval", 0.4)],
@@ -43,7 +43,7 @@ async def _seed(mesh, tenant: dict[str, str]) -> None:
                 + _facts("beta", "Beta", [("knowledge graphs", 0.6)], [("Ada Lovelace", "PERSON", 1)])
                 + _facts("gamma", "Gamma", [("Cooking", 1.0)])
             ),
-            metadata=tuple(tenant.items()),
+            metadata=mesh.grpc_metadata(tenant["x-tenant-id"]),
             timeout=30,
         )
     assert (reply.documents, reply.topics, reply.entities) == (3, 4, 2)
@@ -72,7 +72,7 @@ def test_hostile_query_is_400_with_a_field_violation(client, tenant, cypher):
     assert details["google.rpc.ErrorInfo"]["reason"] in {"CYPHER_NOT_READ_ONLY", "CYPHER_MULTIPLE_STATEMENTS"}
 
 
-async def test_query_related_entities_and_delete_over_rest(mesh, client, tenant):
+async def test_query_related_and_entities_over_rest(mesh, client, tenant):
     await _seed(mesh, tenant)
 
     stats = client.get("/v1/graph/stats", headers=tenant).json()
@@ -104,23 +104,10 @@ async def test_query_related_entities_and_delete_over_rest(mesh, client, tenant)
     assert client.get("/v1/graph/entities/ada%20lovelace", headers=other_tenant).status_code == 404
     assert client.get("/v1/graph/documents/alpha/related", headers=other_tenant).status_code == 404
 
-    deleted = client.delete("/v1/graph/documents/gamma", headers=tenant)
-    assert deleted.status_code == 200, deleted.text
-    assert deleted.json() == {"deleted": True, "orphans_removed": 1}
+    assert client.delete("/v1/graph/documents/gamma", headers=tenant).status_code == 404, "internal: not routed"
+    async with grpc.aio.insecure_channel(mesh.grpc_target("graph")) as channel:
+        deleted = await pb_grpc.GraphServiceStub(channel).DeleteDocument(
+            pb.DeleteDocumentRequest(document_id="gamma"), metadata=mesh.grpc_metadata(tenant["x-tenant-id"]),
+            timeout=30)
+    assert (deleted.deleted, deleted.orphans_removed) == (True, 1)
     assert client.get("/v1/graph/documents/gamma/related", headers=tenant).status_code == 404
-
-
-def test_upsert_over_rest_takes_a_json_array_of_stream_messages(client, tenant):
-    """Envoy transcodes a client stream from a JSON array: one element per stream message."""
-    body = [
-        {"document": {"document_id": "rest-1", "title": "Over REST", "file_type": "md"}},
-        {"topic": {"name": "Transcoding", "weight": 0.7}},
-        {"entity": {"name": "Envoy Proxy Inc.", "type": "ORG", "count": 3}},
-        {"document": {"document_id": "rest-2", "title": "Second"}},
-        {"topic": {"name": "transcoding", "weight": 0.2}},
-    ]
-    reply = client.post("/v1/graph/documents:upsert", json=body, headers=tenant)
-    assert reply.status_code == 200, reply.text
-    assert reply.json() | {"batches": 1} == {"documents": 2, "topics": 2, "entities": 1, "batches": 1}
-    related = client.get("/v1/graph/documents/rest-2/related", headers=tenant).json()["documents"]
-    assert [(d["document_id"], d["shared_topics"]) for d in related] == [("rest-1", ["Transcoding"])]

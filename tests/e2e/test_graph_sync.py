@@ -36,7 +36,7 @@ new coatings in Brest with Ada Lovelace, who keeps the maintenance log of every 
 
 @pytest.fixture(scope="module")
 def client(mesh):
-    with httpx.Client(base_url=mesh.base_url, timeout=120) as http:
+    with mesh.http(timeout=120) as http:
         yield http
 
 

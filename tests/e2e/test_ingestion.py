@@ -50,7 +50,7 @@ def error_reason(reply: httpx.Response) -> str:
 
 @pytest.fixture(scope="module")
 def client(mesh):
-    with httpx.Client(base_url=mesh.base_url, timeout=180) as http:
+    with mesh.http(timeout=180) as http:
         yield http
 
 

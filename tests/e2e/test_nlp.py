@@ -24,7 +24,7 @@ def sse_events(body: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def client(mesh):
-    with httpx.Client(base_url=mesh.base_url, timeout=180) as http:
+    with mesh.http(timeout=180) as http:
         yield http
 
 

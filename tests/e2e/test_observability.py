@@ -7,7 +7,6 @@ import json
 import os
 import time
 
-import httpx
 import pytest
 
 from services.launcher.mesh import Mesh
@@ -43,7 +42,7 @@ def traced_mesh(receiver, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(traced_mesh):
-    with httpx.Client(base_url=traced_mesh.base_url, timeout=120) as http:
+    with traced_mesh.http(timeout=120) as http:
         yield http
 
 

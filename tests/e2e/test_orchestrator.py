@@ -52,7 +52,7 @@ def wait_routable(client: httpx.Client, path: str = "/v1/circuits", timeout_s: f
 @pytest.fixture(scope="module")
 def client(mesh):
     # Our own tenant: documents and graph data stay out of other suites' way in the shared mesh.
-    with httpx.Client(base_url=mesh.base_url, timeout=180, headers={"x-tenant-id": "orchestrator-e2e"}) as http:
+    with mesh.http(timeout=180, headers={"x-tenant-id": "orchestrator-e2e"}) as http:
         yield http
 
 
@@ -230,7 +230,7 @@ def resilient(tmp_path_factory, vendor):
 
 @pytest.fixture(scope="module")
 def rclient(resilient):
-    with httpx.Client(base_url=resilient.base_url, timeout=180) as http:
+    with resilient.http(timeout=180) as http:
         yield http
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 import subprocess
@@ -43,7 +44,10 @@ def test_readme_example_works(mesh, command):
     runnable = _localise(command.split("  #", 1)[0].strip(), mesh)
     if runnable.startswith("curl"):
         runnable += " -w '\\nHTTP %{http_code}\\n'"
-    result = subprocess.run(["bash", "-c", runnable], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # The README's $TOKEN (`make run`'s token file) and $MESH_CREDENTIAL, from the test mesh.
+    [(_, credential)] = mesh.grpc_metadata()
+    env = {**os.environ, "TOKEN": mesh.token or "", "MESH_CREDENTIAL": credential}
+    result = subprocess.run(["bash", "-c", runnable], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr + result.stdout[-2000:]
     if runnable.startswith("curl"):
         code = result.stdout.rstrip().rsplit("HTTP ", 1)[-1]

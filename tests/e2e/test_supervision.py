@@ -65,11 +65,19 @@ def test_a_killed_service_is_restarted_and_a_child_past_its_budget_stays_down_al
             if "press Ctrl-C to stop" in line:
                 break
         assert "supervised:" in "".join(lines), "".join(lines)
+        # Auth is on by default: an admin token is written for the CLI, and printed with a web-app URL carrying it.
+        token_file = tmp_path / "data" / "auth" / "token"
+        token = token_file.read_text().strip()
+        assert token in "".join(lines) and f"{base}/#token={token}" in "".join(lines)
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        assert (tmp_path / "data" / "auth" / "signing-key.pem").stat().st_mode & 0o777 == 0o600
+        assert httpx.post(f"{base}/v1/search", json={"query": "anything"}, timeout=30).status_code == 401
 
         first_nlp = _child(launcher, "nlp")
         first_nlp.send_signal(signal.SIGKILL)
         # The others keep serving while nlp is down and restarted: rag answers a search through Envoy.
-        search = httpx.post(f"{base}/v1/search", json={"query": "anything", "top_k": 1}, timeout=30)
+        search = httpx.post(f"{base}/v1/search", json={"query": "anything", "top_k": 1}, timeout=30,
+                            headers={"authorization": f"Bearer {token}"})
         assert search.status_code == 200, search.text
         nlp = _until(lambda: (h := _health(base)["nlp"])["status"] == "SERVING" and h["restarts"] == 1 and h,
                      "nlp restarted and serving")

@@ -43,7 +43,7 @@ def upload(client, name: str, data: bytes, headers=TENANT) -> httpx.Response:
 
 @pytest.fixture(scope="module")
 def client(mesh):
-    with httpx.Client(base_url=mesh.base_url, timeout=300) as http:
+    with mesh.http(timeout=300) as http:
         yield http
 
 

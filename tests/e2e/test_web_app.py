@@ -71,21 +71,24 @@ def squash(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def journey(base_url: str, out: pathlib.Path) -> dict:
-    """The whole walk through the app; returns the figures measured on the way."""
+def journey(base_url: str, out: pathlib.Path, token: str | None) -> dict:
+    """The whole walk through the app, signed in with ``token`` (a user of TENANT; None with auth off);
+    returns the figures measured on the way."""
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=60_000)
 
     out.mkdir(parents=True, exist_ok=True)
-    api = httpx.Client(base_url=base_url, headers={"x-tenant-id": TENANT}, timeout=60)
+    api = httpx.Client(base_url=base_url, timeout=60,
+                       headers={"authorization": f"Bearer {token}"} if token else {"x-tenant-id": TENANT})
     figures: dict = {}
     errors: list[str] = []
     with sync_playwright() as p:
         browser = launch(p)
-        # Auth is off in the test mesh: the tenant comes from x-tenant-id, added to every request.
+        # The token arrives as `make run` hands it over: in the URL fragment of the first page (auth off: the
+        # tenant comes from x-tenant-id, added to every request).
         context = browser.new_context(viewport={"width": 1280, "height": 900},
-                                      extra_http_headers={"x-tenant-id": TENANT})
+                                      extra_http_headers={} if token else {"x-tenant-id": TENANT})
         page = context.new_page()
         page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
         page.on("console", lambda m: m.type == "error" and "Failed to load resource" not in m.text
@@ -99,8 +102,11 @@ def journey(base_url: str, out: pathlib.Path) -> dict:
         page.set_default_timeout(60_000)
 
         # -- Library: upload and watch the progress bar finish
-        page.goto(f"{base_url}/#/library")
+        page.goto(f"{base_url}/#token={token}" if token else f"{base_url}/#/library")
         expect(page.get_by_role("heading", name="Library")).to_be_visible()
+        if token:  # stored, and gone from the address bar
+            assert page.evaluate("localStorage.getItem('docuthinker.token')") == token
+            assert page.evaluate("location.hash") == "#/library"
         # Keyboard: Tab to the drop zone, Enter opens the file chooser.
         dropzone = page.locator('[data-testid="dropzone"]')
         expect(dropzone).to_be_enabled()
@@ -265,7 +271,7 @@ def journey(base_url: str, out: pathlib.Path) -> dict:
 
 def test_web_app_journey(mesh, tmp_path_factory):
     out = tmp_path_factory.mktemp("web-app")
-    figures = journey(mesh.base_url, out)
+    figures = journey(mesh.base_url, out, mesh.mint(TENANT))
     results = {**figures, "questions": [QUESTION, SECOND_QUESTION],
                "note": "time in the browser from submitting the question to the first answer delta of "
                        "/v1/query:stream; "
@@ -288,7 +294,7 @@ def test_a_table_span_marks_its_cells(mesh, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("web-table")
     tenant = "web-e2e-table"
-    with httpx.Client(base_url=mesh.base_url, headers={"x-tenant-id": tenant}, timeout=120) as api:
+    with mesh.http(headers={"x-tenant-id": tenant}, timeout=120) as api:
         reply = api.post("/v1/documents:ingest", params={"filename": "sites.csv"}, content=SITES,
                          headers={"Content-Type": "text/csv"})
         assert reply.status_code == 200, reply.text
@@ -307,7 +313,8 @@ def test_a_table_span_marks_its_cells(mesh, tmp_path_factory):
     span = section["text"][citation["char_start"]:citation["char_end"]]
     with sync_playwright() as p:
         browser = launch(p)
-        page = browser.new_page(viewport={"width": 1280, "height": 900}, extra_http_headers={"x-tenant-id": tenant})
+        page = browser.new_page(viewport={"width": 1280, "height": 900},
+                                extra_http_headers={"authorization": f"Bearer {mesh.mint(tenant)}"})
         page.set_default_timeout(60_000)
         query = (f"start={citation['char_start']}&end={citation['char_end']}&page={citation['page']}"
                  f"&sheet={citation['sheet_name']}&marker={citation['marker']}")

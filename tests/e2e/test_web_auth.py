@@ -1,18 +1,13 @@
-"""The web app with authentication on: a second Envoy, rendered with auth, in front of the
-session's real services, driven in Debian's Chromium. The page itself loads without a token;
-every /v1 call it makes needs one, and 401 and 403 are said plainly; a saved token is sent on
-JSON calls and on the upload's XMLHttpRequest alike."""
+"""The web app with authentication on (the session mesh's default, as under `make run`), driven in
+Debian's Chromium. The page itself loads without a token; every /v1 call it makes needs one, and
+401 and 403 are said plainly; a saved token is sent on JSON calls and on the upload's
+XMLHttpRequest alike."""
 
 from __future__ import annotations
 
-import subprocess
-import time
-
 import pytest
 
-from gateway import envoy_config
-from gateway.auth import KEY_FILE, AuthSettings, keygen, mint
-from services.launcher.mesh import envoy_binary, free_port, healthy_clusters
+from gateway.auth import AuthSettings, mint
 from tests.e2e.browser import launch
 
 pytestmark = pytest.mark.e2e
@@ -21,27 +16,10 @@ TENANT = "web-auth-e2e"
 
 
 @pytest.fixture(scope="module")
-def secured(mesh, tmp_path_factory):
-    """(base URL, signing key, auth settings) of an authenticating Envoy over the session's services."""
-    root = tmp_path_factory.mktemp("web-auth")
-    _, jwks = keygen(root / "auth")
-    auth = AuthSettings(jwks_file=jwks)
-    ports = mesh.settings.model_copy(update={"gateway_port": free_port(), "gateway_admin_port": free_port()})
-    config = envoy_config.write(root / "envoy.yaml", ports, auth)
-    log = open(root / "envoy.log", "wb")  # noqa: SIM115 - closed below
-    envoy = subprocess.Popen([envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn",
-                              "--base-id", str(ports.gateway_port)], stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    admin = f"http://127.0.0.1:{ports.gateway_admin_port}"
-    while not {"rag", "nlp", "graph", "orchestrator"} <= healthy_clusters(admin):
-        assert envoy.poll() is None and time.monotonic() < deadline, (root / "envoy.log").read_text()[-2000:]
-        time.sleep(0.2)
-    try:
-        yield f"http://{ports.host}:{ports.gateway_port}", jwks.parent / KEY_FILE, auth
-    finally:
-        envoy.terminate()
-        envoy.wait(10)
-        log.close()
+def secured(mesh):
+    """(base URL, signing key, auth settings) of the session mesh, which runs with auth on as `make run` does."""
+    assert mesh.local_auth.signing_key is not None, "the test mesh runs with auth on"
+    return mesh.base_url, mesh.local_auth.signing_key, mesh.auth
 
 
 def test_web_app_with_auth_on(secured, tmp_path_factory):

@@ -16,7 +16,6 @@ import re
 import shutil
 import time
 
-import httpx
 import pytest
 
 from tests.e2e.browser import ARTIFACTS_ENV, launch
@@ -42,7 +41,7 @@ def test_ask_by_voice_and_play_the_cited_span(mesh, tmp_path_factory):
     expect.set_options(timeout=60_000)
     out = tmp_path_factory.mktemp("web-voice")
     samples, rate, _ = recording(SENTENCES)
-    with httpx.Client(base_url=mesh.base_url, headers={"x-tenant-id": TENANT}, timeout=300) as api:
+    with mesh.http(headers={"x-tenant-id": TENANT}, timeout=300) as api:
         reply = api.post("/v1/documents", params={"filename": FILENAME}, content=encode(samples, rate, "ogg"),
                          headers={"content-type": "audio/ogg"})
         assert reply.status_code == 200, reply.text
@@ -63,7 +62,7 @@ def test_ask_by_voice_and_play_the_cited_span(mesh, tmp_path_factory):
                              f"--use-file-for-fake-audio-capture={wav}%noloop",
                              "--autoplay-policy=no-user-gesture-required"])
         context = browser.new_context(viewport={"width": 1280, "height": 900},
-                                      extra_http_headers={"x-tenant-id": TENANT})
+                                      extra_http_headers={"authorization": f"Bearer {mesh.mint(TENANT)}"})
         page = context.new_page()
         page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
         provoked: list[str] = []  # the one refusal this test provokes (a silent recording) is no defect

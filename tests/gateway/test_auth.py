@@ -64,8 +64,10 @@ def test_auth_filters_come_before_the_transcoder_only_when_enabled(keys):
     _, _, auth = keys
     no_limits = EdgeSettings(client_rps=0, tenant_rps=0)
     assert _filters(envoy_config.render(MeshSettings(), edge=no_limits)) == ["grpc_json_transcoder", "router"]
-    assert _filters(envoy_config.render(MeshSettings(), auth=AuthSettings(), edge=no_limits)) == [
+    assert _filters(envoy_config.render(MeshSettings(), auth=AuthSettings(enabled=False), edge=no_limits)) == [
         "grpc_json_transcoder", "router"]
+    with pytest.raises(ValueError, match="no JWKS file"):
+        envoy_config.render(MeshSettings(), auth=AuthSettings(), edge=no_limits)
     assert _filters(envoy_config.render(MeshSettings(), auth=auth, edge=no_limits)) == [
         "header_mutation", "jwt_authn", "rbac", "grpc_json_transcoder", "router"]
     # The rate limiter (on by default) runs after auth, so the tenant it counts is the token's.
@@ -79,13 +81,3 @@ def test_envoy_accepts_the_auth_config(keys, tmp_path):
     result = subprocess.run([envoy_binary(), "--mode", "validate", "-c", str(config), "--disable-hot-restart"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-
-
-def test_make_run_demo_signs_its_own_token_when_auth_is_on(keys, tmp_path):
-    from services.launcher.demo import token_for
-
-    _, jwks, auth = keys
-    assert token_for(AuthSettings()) is None
-    assert _verify(token_for(auth), jwks, auth)["tenant"] == "default"
-    with pytest.raises(RuntimeError, match="no .* to sign"):
-        token_for(AuthSettings(jwks_file=tmp_path / "elsewhere" / "jwks.json"))

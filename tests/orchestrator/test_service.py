@@ -12,6 +12,9 @@ from grpc_status import rpc_status
 from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as pb
 
+# The gateway sets the role from the bearer token; a caller without one is a user.
+ADMIN = [("x-docuthinker-role", "admin")]
+
 
 DOC = "Ada Lovelace wrote the first program. Charles Babbage designed the engine. It was good work."
 
@@ -277,7 +280,7 @@ async def test_llm_spend_of_the_nlp_service_counts_in_costs_and_budgets(make_orc
         nlp_pb.LlmUsage(provider="local", model="smollm2", calls=1, input_tokens=50, output_tokens=20),
     ]
     await events(stub.Process(pb.ProcessRequest(intent="document.rewrite", text="hey", options={"style": "formal"})))
-    costs = await stub.GetCosts(pb.GetCostsRequest(period="today"))
+    costs = await stub.GetCosts(pb.GetCostsRequest(period="today"), metadata=ADMIN)
     assert set(costs.by_provider) == {"anthropic"}, "local models are free and not recorded"
     assert costs.by_provider["anthropic"].cost == pytest.approx(0.06)
     assert costs.by_intent["document.rewrite"].cost == pytest.approx(0.06)
@@ -305,7 +308,7 @@ async def test_each_tenant_is_charged_and_limited_on_its_own(make_orchestrator, 
     assert (info.reason, info.metadata["tenant"], info.metadata["budget"]) == ("TENANT_BUDGET_EXCEEDED", "t1", "daily")
 
     assert (await events(stub.Process(rewrite, metadata=t2)))[-1].done.success, "another tenant still has budget"
-    costs = await stub.GetCosts(pb.GetCostsRequest(period="today"), metadata=t1)
+    costs = await stub.GetCosts(pb.GetCostsRequest(period="today"), metadata=t1 + ADMIN)
     assert costs.total_requests == 2 and costs.daily_spent == pytest.approx(0.12), "the mesh-wide view is unchanged"
     assert costs.tenant == "t1" and costs.tenant_total_requests == 1
     assert costs.tenant_total_cost == pytest.approx(0.06) and costs.tenant_daily_spent == pytest.approx(0.06)
@@ -317,6 +320,40 @@ async def test_each_tenant_is_charged_and_limited_on_its_own(make_orchestrator, 
     asked = (await events(stub.Process(pb.ProcessRequest(intent="system.costs"), metadata=t2)))[-1].done
     report = dict(asked.data["results"])
     assert report["tenant"]["tenant"] == "t2" and report["tenant"]["total_cost"] == pytest.approx(0.06)
+
+
+async def test_a_user_sees_its_tenants_costs_and_dead_letters_an_admin_every_tenants(make_orchestrator, fake_mesh):
+    stub = await make_orchestrator().start()
+    fake_mesh.nlp.rewrite_usage = [nlp_pb.LlmUsage(provider="anthropic", model="claude-haiku-4-5", calls=1,
+                                                   input_tokens=900, output_tokens=300, cost_usd=0.06)]
+    t1, t2 = [("x-tenant-id", "t1")], [("x-tenant-id", "t2")]
+    await events(stub.Process(pb.ProcessRequest(intent="document.rewrite", text="hey"), metadata=t1))
+    fake_mesh.switches["nlp"].down = True
+    await events(stub.Process(pb.ProcessRequest(intent="document.sentiment", text="A good day."), metadata=t1))
+    fake_mesh.switches["nlp"].down = False
+
+    user = await stub.GetCosts(pb.GetCostsRequest(period="today"), metadata=t2)
+    assert (user.total_requests, dict(user.by_provider), user.daily_spent) == (0, {}, 0.0), "t1's spend is not t2's"
+    owner = await stub.GetCosts(pb.GetCostsRequest(period="today"), metadata=t1)
+    assert owner.total_requests == 1 and owner.by_provider["anthropic"].cost == pytest.approx(0.06)
+    assert owner.daily_spent == 0.0, "the mesh-wide spend is an admin's to see"
+    admin = await stub.GetCosts(pb.GetCostsRequest(period="today"), metadata=t2 + ADMIN)
+    assert admin.total_requests == 1 and admin.daily_spent == pytest.approx(0.06)
+    assert (await stub.GetCosts(pb.GetCostsRequest(tenant="t2"), metadata=t1 + ADMIN)).total_requests == 0
+
+    assert (await stub.ListDeadLetters(pb.ListDeadLettersRequest(), metadata=t2)).retrying == 0
+    assert (await stub.ListDeadLetters(pb.ListDeadLettersRequest(), metadata=t1)).retrying == 1
+    assert (await stub.ListDeadLetters(pb.ListDeadLettersRequest(), metadata=t2 + ADMIN)).retrying == 1
+    assert (await stub.ListDeadLetters(pb.ListDeadLettersRequest(tenant="t1"), metadata=t1)).retrying == 1
+    for call in (stub.GetCosts(pb.GetCostsRequest(tenant="t1"), metadata=t2),
+                 stub.ListDeadLetters(pb.ListDeadLettersRequest(tenant="t1"), metadata=t2),
+                 stub.ListDeadLetters(pb.ListDeadLettersRequest(tenant="t1"),
+                                      metadata=t2 + [("x-docuthinker-role", "admin,admin")])):
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await call
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        info = error_details_pb2.ErrorInfo()
+        assert rpc_status.from_call(refused.value).details[0].Unpack(info) and info.reason == "ADMIN_ROLE_REQUIRED"
 
 
 async def test_nlp_results_without_llm_calls_record_nothing(make_orchestrator, fake_mesh):

@@ -58,6 +58,16 @@ function tokenForm() {
   });
 }
 
+// `make run` prints the app's address with its token in the fragment (`/#token=...`): a fragment is never
+// sent to a server. Store it, then drop it from the address bar and the history.
+function tokenFromFragment() {
+  const match = /^#token=([A-Za-z0-9._~-]+)$/.exec(location.hash);
+  if (!match) return;
+  setToken(match[1]);
+  history.replaceState(null, "", `${location.pathname}${location.search}#/library`);
+}
+
 window.addEventListener("hashchange", show);
+tokenFromFragment();
 tokenForm();
 show();

@@ -31,6 +31,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from services.orchestrator.mcp.mesh import MeshGateway
 from services.orchestrator.settings import OrchestratorSettings
 from services.orchestrator.tools import document_statistics
+from services.runtime import mesh_auth
 from services.runtime.config import MeshSettings
 from services.runtime.errors import DomainError, InvalidArgument
 
@@ -202,7 +203,9 @@ def _recording(path: str, encoded: str) -> bytes:
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    build_server(MeshGateway(MeshSettings(), OrchestratorSettings().mcp_tenant)).run("stdio")
+    # It calls the service ports, which serve only the mesh: it carries the credential `make run` made.
+    settings = mesh_auth.beside_local_mesh(MeshSettings())
+    build_server(MeshGateway(settings, OrchestratorSettings().mcp_tenant)).run("stdio")
 
 
 if __name__ == "__main__":

@@ -22,11 +22,12 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from docuthinker.api.v1 import visibility_pb2 as docuthinker_dot_api_dot_v1_dot_visibility__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(docuthinker/graph/v1/graph_service.proto\x12\x14\x64ocuthinker.graph.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"E\n\x0c\x44ocumentNode\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x11\n\tfile_type\x18\x03 \x01(\t\")\n\tTopicFact\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\"7\n\nEntityFact\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\"\xc2\x01\n\x1aUpsertDocumentFactsRequest\x12\x36\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\".docuthinker.graph.v1.DocumentNodeH\x00\x12\x30\n\x05topic\x18\x02 \x01(\x0b\x32\x1f.docuthinker.graph.v1.TopicFactH\x00\x12\x32\n\x06\x65ntity\x18\x03 \x01(\x0b\x32 .docuthinker.graph.v1.EntityFactH\x00\x42\x06\n\x04\x66\x61\x63t\"c\n\x1bUpsertDocumentFactsResponse\x12\x11\n\tdocuments\x18\x01 \x01(\x05\x12\x0e\n\x06topics\x18\x02 \x01(\x05\x12\x10\n\x08\x65ntities\x18\x03 \x01(\x05\x12\x0f\n\x07\x62\x61tches\x18\x04 \x01(\x05\",\n\x15\x44\x65leteDocumentRequest\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\"B\n\x16\x44\x65leteDocumentResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\x12\x17\n\x0forphans_removed\x18\x02 \x01(\x05\"[\n\x11QueryGraphRequest\x12\x0e\n\x06\x63ypher\x18\x01 \x01(\t\x12\'\n\x06params\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05limit\x18\x03 \x01(\x05\"_\n\x12QueryGraphResponse\x12\x0f\n\x07\x63olumns\x18\x01 \x03(\t\x12%\n\x04rows\x18\x02 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\ttruncated\x18\x03 \x01(\x08\"@\n\x1aGetRelatedDocumentsRequest\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"t\n\x0fRelatedDocument\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x15\n\rshared_topics\x18\x04 \x03(\t\x12\x17\n\x0fshared_entities\x18\x05 \x03(\t\"W\n\x1bGetRelatedDocumentsResponse\x12\x38\n\tdocuments\x18\x01 \x03(\x0b\x32%.docuthinker.graph.v1.RelatedDocument\" \n\x10GetEntityRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"B\n\rEntityMention\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\"g\n\x11GetEntityResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x36\n\tdocuments\x18\x03 \x03(\x0b\x32#.docuthinker.graph.v1.EntityMention\"\x16\n\x14GetGraphStatsRequest\"\x8b\x01\n\x15GetGraphStatsResponse\x12\x11\n\tdocuments\x18\x01 \x01(\x03\x12\x0e\n\x06topics\x18\x02 \x01(\x03\x12\x10\n\x08\x65ntities\x18\x03 \x01(\x03\x12\x14\n\x0c\x63overs_edges\x18\x04 \x01(\x03\x12\x16\n\x0ementions_edges\x18\x05 \x01(\x03\x12\x0f\n\x07\x62\x61\x63kend\x18\x06 \x01(\t2\x92\x07\n\x0cGraphService\x12\xa6\x01\n\x13UpsertDocumentFacts\x12\x30.docuthinker.graph.v1.UpsertDocumentFactsRequest\x1a\x31.docuthinker.graph.v1.UpsertDocumentFactsResponse\"(\x90\x02\x02\x82\xd3\xe4\x93\x02\x1f\"\x1a/v1/graph/documents:upsert:\x01*(\x01\x12\x99\x01\n\x0e\x44\x65leteDocument\x12+.docuthinker.graph.v1.DeleteDocumentRequest\x1a,.docuthinker.graph.v1.DeleteDocumentResponse\",\x90\x02\x02\x82\xd3\xe4\x93\x02#*!/v1/graph/documents/{document_id}\x12~\n\nQueryGraph\x12\'.docuthinker.graph.v1.QueryGraphRequest\x1a(.docuthinker.graph.v1.QueryGraphResponse\"\x1d\x90\x02\x01\x82\xd3\xe4\x93\x02\x14\"\x0f/v1/graph/query:\x01*\x12\xb0\x01\n\x13GetRelatedDocuments\x12\x30.docuthinker.graph.v1.GetRelatedDocumentsRequest\x1a\x31.docuthinker.graph.v1.GetRelatedDocumentsResponse\"4\x90\x02\x01\x82\xd3\xe4\x93\x02+\x12)/v1/graph/documents/{document_id}/related\x12\x82\x01\n\tGetEntity\x12&.docuthinker.graph.v1.GetEntityRequest\x1a\'.docuthinker.graph.v1.GetEntityResponse\"$\x90\x02\x01\x82\xd3\xe4\x93\x02\x1b\x12\x19/v1/graph/entities/{name}\x12\x84\x01\n\rGetGraphStats\x12*.docuthinker.graph.v1.GetGraphStatsRequest\x1a+.docuthinker.graph.v1.GetGraphStatsResponse\"\x1a\x90\x02\x01\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/graph/statsb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(docuthinker/graph/v1/graph_service.proto\x12\x14\x64ocuthinker.graph.v1\x1a#docuthinker/api/v1/visibility.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"E\n\x0c\x44ocumentNode\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x11\n\tfile_type\x18\x03 \x01(\t\")\n\tTopicFact\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\"7\n\nEntityFact\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\"\xc2\x01\n\x1aUpsertDocumentFactsRequest\x12\x36\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\".docuthinker.graph.v1.DocumentNodeH\x00\x12\x30\n\x05topic\x18\x02 \x01(\x0b\x32\x1f.docuthinker.graph.v1.TopicFactH\x00\x12\x32\n\x06\x65ntity\x18\x03 \x01(\x0b\x32 .docuthinker.graph.v1.EntityFactH\x00\x42\x06\n\x04\x66\x61\x63t\"c\n\x1bUpsertDocumentFactsResponse\x12\x11\n\tdocuments\x18\x01 \x01(\x05\x12\x0e\n\x06topics\x18\x02 \x01(\x05\x12\x10\n\x08\x65ntities\x18\x03 \x01(\x05\x12\x0f\n\x07\x62\x61tches\x18\x04 \x01(\x05\",\n\x15\x44\x65leteDocumentRequest\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\"B\n\x16\x44\x65leteDocumentResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\x12\x17\n\x0forphans_removed\x18\x02 \x01(\x05\"[\n\x11QueryGraphRequest\x12\x0e\n\x06\x63ypher\x18\x01 \x01(\t\x12\'\n\x06params\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05limit\x18\x03 \x01(\x05\"_\n\x12QueryGraphResponse\x12\x0f\n\x07\x63olumns\x18\x01 \x03(\t\x12%\n\x04rows\x18\x02 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\ttruncated\x18\x03 \x01(\x08\"@\n\x1aGetRelatedDocumentsRequest\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"t\n\x0fRelatedDocument\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x15\n\rshared_topics\x18\x04 \x03(\t\x12\x17\n\x0fshared_entities\x18\x05 \x03(\t\"W\n\x1bGetRelatedDocumentsResponse\x12\x38\n\tdocuments\x18\x01 \x03(\x0b\x32%.docuthinker.graph.v1.RelatedDocument\" \n\x10GetEntityRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"B\n\rEntityMention\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\"g\n\x11GetEntityResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x36\n\tdocuments\x18\x03 \x03(\x0b\x32#.docuthinker.graph.v1.EntityMention\"\x16\n\x14GetGraphStatsRequest\"\x8b\x01\n\x15GetGraphStatsResponse\x12\x11\n\tdocuments\x18\x01 \x01(\x03\x12\x0e\n\x06topics\x18\x02 \x01(\x03\x12\x10\n\x08\x65ntities\x18\x03 \x01(\x03\x12\x14\n\x0c\x63overs_edges\x18\x04 \x01(\x03\x12\x16\n\x0ementions_edges\x18\x05 \x01(\x03\x12\x0f\n\x07\x62\x61\x63kend\x18\x06 \x01(\t2\xcb\x06\n\x0cGraphService\x12\x85\x01\n\x13UpsertDocumentFacts\x12\x30.docuthinker.graph.v1.UpsertDocumentFactsRequest\x1a\x31.docuthinker.graph.v1.UpsertDocumentFactsResponse\"\x07\x90\x02\x02\xc0\xa5\x19\x01(\x01\x12t\n\x0e\x44\x65leteDocument\x12+.docuthinker.graph.v1.DeleteDocumentRequest\x1a,.docuthinker.graph.v1.DeleteDocumentResponse\"\x07\x90\x02\x02\xc0\xa5\x19\x01\x12~\n\nQueryGraph\x12\'.docuthinker.graph.v1.QueryGraphRequest\x1a(.docuthinker.graph.v1.QueryGraphResponse\"\x1d\x90\x02\x01\x82\xd3\xe4\x93\x02\x14\"\x0f/v1/graph/query:\x01*\x12\xb0\x01\n\x13GetRelatedDocuments\x12\x30.docuthinker.graph.v1.GetRelatedDocumentsRequest\x1a\x31.docuthinker.graph.v1.GetRelatedDocumentsResponse\"4\x90\x02\x01\x82\xd3\xe4\x93\x02+\x12)/v1/graph/documents/{document_id}/related\x12\x82\x01\n\tGetEntity\x12&.docuthinker.graph.v1.GetEntityRequest\x1a\'.docuthinker.graph.v1.GetEntityResponse\"$\x90\x02\x01\x82\xd3\xe4\x93\x02\x1b\x12\x19/v1/graph/entities/{name}\x12\x84\x01\n\rGetGraphStats\x12*.docuthinker.graph.v1.GetGraphStatsRequest\x1a+.docuthinker.graph.v1.GetGraphStatsResponse\"\x1a\x90\x02\x01\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/graph/statsb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,9 +35,9 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'docuthinker.graph.v1.graph_
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_GRAPHSERVICE'].methods_by_name['UpsertDocumentFacts']._loaded_options = None
-  _globals['_GRAPHSERVICE'].methods_by_name['UpsertDocumentFacts']._serialized_options = b'\220\002\002\202\323\344\223\002\037\"\032/v1/graph/documents:upsert:\001*'
+  _globals['_GRAPHSERVICE'].methods_by_name['UpsertDocumentFacts']._serialized_options = b'\220\002\002\300\245\031\001'
   _globals['_GRAPHSERVICE'].methods_by_name['DeleteDocument']._loaded_options = None
-  _globals['_GRAPHSERVICE'].methods_by_name['DeleteDocument']._serialized_options = b'\220\002\002\202\323\344\223\002#*!/v1/graph/documents/{document_id}'
+  _globals['_GRAPHSERVICE'].methods_by_name['DeleteDocument']._serialized_options = b'\220\002\002\300\245\031\001'
   _globals['_GRAPHSERVICE'].methods_by_name['QueryGraph']._loaded_options = None
   _globals['_GRAPHSERVICE'].methods_by_name['QueryGraph']._serialized_options = b'\220\002\001\202\323\344\223\002\024\"\017/v1/graph/query:\001*'
   _globals['_GRAPHSERVICE'].methods_by_name['GetRelatedDocuments']._loaded_options = None
@@ -45,40 +46,40 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GRAPHSERVICE'].methods_by_name['GetEntity']._serialized_options = b'\220\002\001\202\323\344\223\002\033\022\031/v1/graph/entities/{name}'
   _globals['_GRAPHSERVICE'].methods_by_name['GetGraphStats']._loaded_options = None
   _globals['_GRAPHSERVICE'].methods_by_name['GetGraphStats']._serialized_options = b'\220\002\001\202\323\344\223\002\021\022\017/v1/graph/stats'
-  _globals['_DOCUMENTNODE']._serialized_start=126
-  _globals['_DOCUMENTNODE']._serialized_end=195
-  _globals['_TOPICFACT']._serialized_start=197
-  _globals['_TOPICFACT']._serialized_end=238
-  _globals['_ENTITYFACT']._serialized_start=240
-  _globals['_ENTITYFACT']._serialized_end=295
-  _globals['_UPSERTDOCUMENTFACTSREQUEST']._serialized_start=298
-  _globals['_UPSERTDOCUMENTFACTSREQUEST']._serialized_end=492
-  _globals['_UPSERTDOCUMENTFACTSRESPONSE']._serialized_start=494
-  _globals['_UPSERTDOCUMENTFACTSRESPONSE']._serialized_end=593
-  _globals['_DELETEDOCUMENTREQUEST']._serialized_start=595
-  _globals['_DELETEDOCUMENTREQUEST']._serialized_end=639
-  _globals['_DELETEDOCUMENTRESPONSE']._serialized_start=641
-  _globals['_DELETEDOCUMENTRESPONSE']._serialized_end=707
-  _globals['_QUERYGRAPHREQUEST']._serialized_start=709
-  _globals['_QUERYGRAPHREQUEST']._serialized_end=800
-  _globals['_QUERYGRAPHRESPONSE']._serialized_start=802
-  _globals['_QUERYGRAPHRESPONSE']._serialized_end=897
-  _globals['_GETRELATEDDOCUMENTSREQUEST']._serialized_start=899
-  _globals['_GETRELATEDDOCUMENTSREQUEST']._serialized_end=963
-  _globals['_RELATEDDOCUMENT']._serialized_start=965
-  _globals['_RELATEDDOCUMENT']._serialized_end=1081
-  _globals['_GETRELATEDDOCUMENTSRESPONSE']._serialized_start=1083
-  _globals['_GETRELATEDDOCUMENTSRESPONSE']._serialized_end=1170
-  _globals['_GETENTITYREQUEST']._serialized_start=1172
-  _globals['_GETENTITYREQUEST']._serialized_end=1204
-  _globals['_ENTITYMENTION']._serialized_start=1206
-  _globals['_ENTITYMENTION']._serialized_end=1272
-  _globals['_GETENTITYRESPONSE']._serialized_start=1274
-  _globals['_GETENTITYRESPONSE']._serialized_end=1377
-  _globals['_GETGRAPHSTATSREQUEST']._serialized_start=1379
-  _globals['_GETGRAPHSTATSREQUEST']._serialized_end=1401
-  _globals['_GETGRAPHSTATSRESPONSE']._serialized_start=1404
-  _globals['_GETGRAPHSTATSRESPONSE']._serialized_end=1543
-  _globals['_GRAPHSERVICE']._serialized_start=1546
-  _globals['_GRAPHSERVICE']._serialized_end=2460
+  _globals['_DOCUMENTNODE']._serialized_start=163
+  _globals['_DOCUMENTNODE']._serialized_end=232
+  _globals['_TOPICFACT']._serialized_start=234
+  _globals['_TOPICFACT']._serialized_end=275
+  _globals['_ENTITYFACT']._serialized_start=277
+  _globals['_ENTITYFACT']._serialized_end=332
+  _globals['_UPSERTDOCUMENTFACTSREQUEST']._serialized_start=335
+  _globals['_UPSERTDOCUMENTFACTSREQUEST']._serialized_end=529
+  _globals['_UPSERTDOCUMENTFACTSRESPONSE']._serialized_start=531
+  _globals['_UPSERTDOCUMENTFACTSRESPONSE']._serialized_end=630
+  _globals['_DELETEDOCUMENTREQUEST']._serialized_start=632
+  _globals['_DELETEDOCUMENTREQUEST']._serialized_end=676
+  _globals['_DELETEDOCUMENTRESPONSE']._serialized_start=678
+  _globals['_DELETEDOCUMENTRESPONSE']._serialized_end=744
+  _globals['_QUERYGRAPHREQUEST']._serialized_start=746
+  _globals['_QUERYGRAPHREQUEST']._serialized_end=837
+  _globals['_QUERYGRAPHRESPONSE']._serialized_start=839
+  _globals['_QUERYGRAPHRESPONSE']._serialized_end=934
+  _globals['_GETRELATEDDOCUMENTSREQUEST']._serialized_start=936
+  _globals['_GETRELATEDDOCUMENTSREQUEST']._serialized_end=1000
+  _globals['_RELATEDDOCUMENT']._serialized_start=1002
+  _globals['_RELATEDDOCUMENT']._serialized_end=1118
+  _globals['_GETRELATEDDOCUMENTSRESPONSE']._serialized_start=1120
+  _globals['_GETRELATEDDOCUMENTSRESPONSE']._serialized_end=1207
+  _globals['_GETENTITYREQUEST']._serialized_start=1209
+  _globals['_GETENTITYREQUEST']._serialized_end=1241
+  _globals['_ENTITYMENTION']._serialized_start=1243
+  _globals['_ENTITYMENTION']._serialized_end=1309
+  _globals['_GETENTITYRESPONSE']._serialized_start=1311
+  _globals['_GETENTITYRESPONSE']._serialized_end=1414
+  _globals['_GETGRAPHSTATSREQUEST']._serialized_start=1416
+  _globals['_GETGRAPHSTATSREQUEST']._serialized_end=1438
+  _globals['_GETGRAPHSTATSRESPONSE']._serialized_start=1441
+  _globals['_GETGRAPHSTATSRESPONSE']._serialized_end=1580
+  _globals['_GRAPHSERVICE']._serialized_start=1583
+  _globals['_GRAPHSERVICE']._serialized_end=2426
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,4 @@
+from docuthinker.api.v1 import visibility_pb2 as _visibility_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers

@@ -73,14 +73,16 @@ class GraphServiceServicer:
 
     def UpsertDocumentFacts(self, request_iterator, context):
         """Client stream of one or more documents' facts: each document header is followed by
-        its topics and entities. Re-sending a document replaces its edges.
+        its topics and entities. Re-sending a document replaces its edges. Internal: the RAG
+        service's graph sync is its only caller (no REST form; the gateway does not route it).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeleteDocument(self, request, context):
-        """Removes a document, its edges and any topic or entity left orphaned.
+        """Removes a document, its edges and any topic or entity left orphaned. Internal: the RAG
+        service calls it when a document is deleted (clients delete through DELETE /v1/documents/{id}).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -314,10 +314,12 @@ class CheckTokensResponse(_message.Message):
     def __init__(self, allowed: _Optional[bool] = ..., used: _Optional[int] = ..., available: _Optional[int] = ..., context_window: _Optional[int] = ..., utilization: _Optional[float] = ..., overflow: _Optional[int] = ..., recommendation: _Optional[str] = ...) -> None: ...
 
 class GetCostsRequest(_message.Message):
-    __slots__ = ("period",)
+    __slots__ = ("period", "tenant")
     PERIOD_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
     period: str
-    def __init__(self, period: _Optional[str] = ...) -> None: ...
+    tenant: str
+    def __init__(self, period: _Optional[str] = ..., tenant: _Optional[str] = ...) -> None: ...
 
 class CostBucket(_message.Message):
     __slots__ = ("cost", "requests")
@@ -406,10 +408,12 @@ class ListCircuitsResponse(_message.Message):
     def __init__(self, circuits: _Optional[_Iterable[_Union[Circuit, _Mapping]]] = ...) -> None: ...
 
 class ListDeadLettersRequest(_message.Message):
-    __slots__ = ("limit",)
+    __slots__ = ("limit", "tenant")
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
     limit: int
-    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+    tenant: str
+    def __init__(self, limit: _Optional[int] = ..., tenant: _Optional[str] = ...) -> None: ...
 
 class DeadLetter(_message.Message):
     __slots__ = ("id", "operation", "payload", "last_error", "retry_count", "state", "create_time", "next_retry_time")

@@ -154,7 +154,8 @@ class OrchestratorServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetCosts(self, request, context):
-        """Spend by provider and intent for a period, with budgets.
+        """Spend by provider and intent for a period, with budgets: mesh-wide for an admin token, the
+        caller's tenant's alone for a user token.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -168,14 +169,14 @@ class OrchestratorServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListDeadLetters(self, request, context):
-        """Parked and retrying dead letters.
+        """Parked and retrying dead letters: every tenant's for an admin token, the caller's tenant's for a user.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ReplayDeadLetter(self, request, context):
-        """Replays one dead letter now.
+        """Replays one dead letter now (a user replays only its tenant's).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
