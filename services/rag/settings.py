@@ -26,7 +26,7 @@ class RagSettings(BaseSettings):
     embed_progress_every: int = Field(default=128, ge=1)
     """Chunks embedded between two "embedded k of n" progress events (one encode call each)."""
     max_pages: int = Field(default=2000, ge=1)
-    """PDFs with more pages are refused (RESOURCE_EXHAUSTED)."""
+    """PDFs with more pages are refused (INVALID_ARGUMENT, reason TOO_MANY_PAGES)."""
     max_sheet_cells: int = Field(default=2_000_000, ge=1)
     """Non-empty cells read from one workbook before it is refused."""
     max_sheet_rows_scanned: int = Field(default=4_000_000, ge=1)
@@ -47,7 +47,7 @@ class RagSettings(BaseSettings):
     ocr_dpi: int = Field(default=200, ge=72, le=600)
     """Resolution at which scanned PDF pages are rendered for OCR."""
     ocr_max_pages: int = Field(default=50, ge=1)
-    """Pages one document may need OCR for; more is refused (RESOURCE_EXHAUSTED): about 1-3 s per page."""
+    """Pages one document may need OCR for; more is refused (INVALID_ARGUMENT, reason TOO_MANY_OCR_PAGES): about 1-3 s per page."""
     ocr_page_timeout_s: float = Field(default=60.0, gt=0)
     """OCR of one page taking longer fails the document (DEADLINE_EXCEEDED)."""
     ocr_tesseract_cmd: str = "tesseract"

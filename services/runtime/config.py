@@ -54,7 +54,7 @@ class MeshSettings(BaseSettings):
     max_message_bytes: int = 64 * 1024 * 1024
     """gRPC message size limit (uploads are bounded by ``max_upload_bytes``)."""
     max_upload_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
-    """Largest accepted document: Envoy answers 413 above it, the RAG service RESOURCE_EXHAUSTED."""
+    """Largest accepted document: Envoy answers 413 above it, the RAG service INVALID_ARGUMENT (UPLOAD_TOO_LARGE)."""
 
     metrics_enabled: bool = True
     """Record RPC metrics and serve them (``/metrics``) on each process's metrics port."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.runtime.errors import ResourceExhausted
+from services.runtime.errors import InvalidArgument
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,8 @@ class ParseLimits:
     """Target size of a block of table rows (each block repeats the header row)."""
 
 
-def too_large(what: str, limit: int | float, reason: str) -> ResourceExhausted:
-    return ResourceExhausted(
+def too_large(what: str, limit: int | float, reason: str) -> InvalidArgument:
+    return InvalidArgument(
         f"the document exceeds the limit of {limit} {what}",
         reason=reason,
         metadata={"limit": str(limit)},
