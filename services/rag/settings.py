@@ -37,6 +37,13 @@ class RagSettings(BaseSettings):
     """Largest uncompressed/compressed ratio of one archive member bigger than 1 MiB."""
     max_text_chars: int = Field(default=20_000_000, ge=1)
     """Extracted characters per document before it is refused."""
+    max_record_chars: int = Field(default=131_072, ge=1024)
+    """Characters of one CSV/TSV record (a "line"); a longer one refuses the file (INVALID_ARGUMENT, RECORD_TOO_LONG)."""
+    max_chunks_per_document: int = Field(default=25_000, ge=1)
+    """Chunks one document may become; more refuses it (INVALID_ARGUMENT, TOO_MANY_CHUNKS)."""
+    max_tenant_chunks: int = Field(default=2_000_000, ge=0)
+    """Chunks one tenant may hold over all its documents; an upload past it is refused (RESOURCE_EXHAUSTED,
+    TENANT_CHUNK_QUOTA: delete documents first). 0: no quota."""
     max_image_pixels: int = Field(default=60_000_000, ge=1_000_000)
     """Pixels of one page image (an uploaded image's frame, a scanned PDF page rendered for OCR)."""
     ocr_enabled: bool = True
