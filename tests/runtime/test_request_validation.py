@@ -20,7 +20,7 @@ def test_defined_values_pass_and_unknown_numbers_are_named() -> None:
     assert unknown_enum_values(pb.SummarizeRequest(text="x")) == []  # UNSPECIFIED is the default, not an error
     [violation] = unknown_enum_values(pb.SummarizeRequest(text="x", style=42))
     assert violation.field == "style" and violation.description.startswith("42 is not a SummaryStyle: one of")
-    repeated = pb.AnalyzeRequest(text="x", operations=[pb.OPERATION_ANALYTICS, 99, 7])
+    repeated = pb.AnalyzeRequest(text="x", operations=[pb.OPERATION_ANALYTICS, 99, 100])
     assert [v.field for v in unknown_enum_values(repeated)] == ["operations"] * 2
     assert unknown_enum_values(rag_pb.SearchRequest(query="q")) == []
     with pytest.raises(InvalidArgument) as caught:
