@@ -20,7 +20,7 @@ from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
 from gateway import auth as edge_auth
-from gateway import edge_policy, http_apps, static_site
+from gateway import edge_policy, http_apps, request_validation, static_site
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
 from services.runtime.config import SERVICE_NAMES, MeshSettings
@@ -120,6 +120,9 @@ def _routes(service: str, methods: list[Method]) -> list[dict]:
 
 
 def _cluster(service: str, settings: MeshSettings, health_service: str) -> dict:
+    # HTTP/2 PINGs to each service, as services ping each other (services/runtime/keepalive.py): a paused
+    # service's connection is closed within seconds and its in-flight requests end (503) instead of hanging.
+    keepalive = {"interval": f"{settings.peer_keepalive_s}s", "timeout": f"{settings.peer_keepalive_timeout_s}s"}
     return {
         "name": service,
         "type": "STATIC",
@@ -143,7 +146,7 @@ def _cluster(service: str, settings: MeshSettings, health_service: str) -> dict:
         "typed_extension_protocol_options": {
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
                 "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
-                "explicit_http_config": {"http2_protocol_options": {}},
+                "explicit_http_config": {"http2_protocol_options": {"connection_keepalive": keepalive}},
             }
         },
         "health_checks": [
@@ -234,6 +237,7 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
                             "http_filters": [
                                 *edge_filters,
                                 *([rate_limit] if rate_limit is not None else []),  # after auth: tenant from the token
+                                request_validation.lua_filter(http_apps.OPENAI_API, descriptor_set),  # strict JSON
                                 transcoder,
                                 {
                                     "name": "envoy.filters.http.router",

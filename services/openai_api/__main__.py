@@ -7,6 +7,7 @@ import signal
 
 from aiohttp import web
 
+from gateway import request_validation
 from services.openai_api.answers import AnswerEngine
 from services.openai_api.app import create_app
 from services.runtime import MeshSettings, service_channel
@@ -15,7 +16,9 @@ from services.runtime import logs
 
 async def _serve(settings: MeshSettings) -> None:
     channel = service_channel("rag", settings)
-    runner = web.AppRunner(create_app(AnswerEngine(channel), settings.default_tenant), access_log=None)
+    app = create_app(AnswerEngine(channel), settings.default_tenant)
+    request_validation.add_route(app)  # the gateway's strict-JSON check runs in this HTTP process
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.openai_api_port, shutdown_timeout=settings.shutdown_grace_s)
     await site.start()

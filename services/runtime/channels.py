@@ -11,6 +11,7 @@ import json
 
 import grpc
 
+from services.runtime import keepalive
 from services.runtime.config import MeshSettings
 from services.runtime.interceptors import client_interceptors
 
@@ -39,6 +40,7 @@ def open_channel(target: str, settings: MeshSettings, *, retries: bool = True) -
         ("grpc.initial_reconnect_backoff_ms", 100),
         ("grpc.min_reconnect_backoff_ms", 100),
         ("grpc.max_reconnect_backoff_ms", 1000),
+        *keepalive.channel_options(settings),  # a paused peer fails its calls with UNAVAILABLE in seconds
     ]
     if retries:
         options.append(("grpc.service_config", json.dumps(_RETRY_SERVICE_CONFIG)))

@@ -18,7 +18,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from services.runtime import logs, metrics, tracing
+from services.runtime import keepalive, logs, metrics, tracing
 from services.runtime.config import MeshSettings
 from services.runtime.interceptors import ServerInterceptor
 
@@ -67,6 +67,7 @@ async def create_server(binding: ServiceBinding, settings: MeshSettings, port: i
             ("grpc.max_receive_message_length", settings.max_message_bytes),
             ("grpc.max_send_message_length", settings.max_message_bytes),
             ("grpc.so_reuseport", 0),
+            *keepalive.server_options(settings),
         ],
     )
     binding.register(server)
