@@ -1,0 +1,85 @@
+"""The REST surface fuzzed through the real gateway: schemathesis generates valid and invalid requests from the
+OpenAPI document of the protos (``gateway/openapi.py``), a bounded number per operation, and every answer must be
+``google.rpc.Status`` JSON when it is an error (0 plain-text errors) and no client mistake may get a 5xx.
+
+Operations that call a language model or run an agent (seconds to minutes each on a small machine) are left out;
+their request validation is the same shared code as the rest. The counts are printed and written to the mesh's
+log directory (``bad_input.json``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+import pytest
+import requests
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from schemathesis import GenerationMode
+
+from gateway.openapi import document
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLES = int(os.environ.get("DOCUTHINKER_FUZZ_EXAMPLES", "6"))
+"""Examples per operation and generation mode (valid, invalid)."""
+TENANT = {"x-tenant-id": "fuzz"}
+SLOW = (
+    "/v1/agent", "/v1/agents", "/v1/crew", "/v1/analyze", "/v1/batch", "/v1/supervisor",
+    "/v1/nlp/rewrite", "/v1/nlp/translate", "/v1/nlp/discussion-points", "/v1/nlp/recommendations",
+    "/v1/nlp/summary", "/v1/nlp:analyze", "/v1/query:spoken", "/v1/tools",
+)
+
+
+def _operations():
+    schema = schemathesis.openapi.from_dict(document())
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        if not operation.path.startswith(SLOW):
+            yield operation
+
+
+def test_fuzzed_requests_get_status_json_errors_and_no_5xx(mesh):
+    seen: Counter = Counter()
+    problems: list[str] = []
+    session = requests.Session()
+
+    for operation in _operations():
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+
+            @settings(max_examples=EXAMPLES, deadline=None, database=None, phases=[Phase.generate],
+                      suppress_health_check=list(HealthCheck))
+            @given(case=operation.as_strategy(generation_mode=mode))
+            def probe(case, mode=mode, operation=operation):
+                try:
+                    reply = case.call(base_url=mesh.base_url, session=session, headers=TENANT, timeout=60)
+                except requests.RequestException as exc:  # the gateway cut the connection: a failure to count
+                    seen[f"{mode.value}:transport_error"] += 1
+                    problems.append(f"{operation.label} ({mode.value}): {type(exc).__name__}")
+                    return
+                status = reply.status_code
+                seen[f"{mode.value}:{status // 100}xx"] += 1
+                if status < 400:
+                    return
+                if not reply.headers.get("content-type", "").startswith("application/json"):
+                    seen["plain_text_errors"] += 1
+                    problems.append(f"{operation.label} ({mode.value}) {status} plain text: {reply.text[:200]!r}")
+                    return
+                body = reply.json()
+                if not {"code", "message"} <= set(body):
+                    seen["non_status_errors"] += 1
+                    problems.append(f"{operation.label} ({mode.value}) {status} not a Status: {reply.text[:200]!r}")
+                if status >= 500:
+                    seen["5xx"] += 1
+                    problems.append(f"{operation.label} ({mode.value}) {status}: {reply.text[:300]!r}")
+
+            probe()
+            seen["operations_modes"] += 1
+
+    summary = dict(sorted(seen.items()))
+    (mesh.log_dir / "bad_input.json").write_text(json.dumps({"counts": summary, "problems": problems}, indent=2))
+    print("\nbad-input counts:", json.dumps(summary))
+    assert seen["negative:4xx"] > 0 and seen["positive:2xx"] > 0, summary  # both kinds of request were made
+    assert not problems, "\n".join(problems[:30])
