@@ -41,41 +41,48 @@ def _operations():
             yield operation
 
 
+def _probe(operation, mode: GenerationMode, check):
+    """A Hypothesis test of ``EXAMPLES`` cases of one operation in one mode, each handed to ``check``."""
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(case=operation.as_strategy(generation_mode=mode))
+    def probe(case) -> None:
+        check(operation, mode, case)
+
+    return probe
+
+
 def test_fuzzed_requests_get_status_json_errors_and_no_5xx(mesh):
     seen: Counter = Counter()
     problems: list[str] = []
     session = requests.Session()
 
+    def check(operation, mode: GenerationMode, case) -> None:
+        try:
+            reply = case.call(base_url=mesh.base_url, session=session, headers=TENANT, timeout=60)
+        except requests.RequestException as exc:  # the gateway cut the connection: a failure to count
+            seen[f"{mode.value}:transport_error"] += 1
+            problems.append(f"{operation.label} ({mode.value}): {type(exc).__name__}")
+            return
+        status = reply.status_code
+        seen[f"{mode.value}:{status // 100}xx"] += 1
+        if status < 400:
+            return
+        if not reply.headers.get("content-type", "").startswith("application/json"):
+            seen["plain_text_errors"] += 1
+            problems.append(f"{operation.label} ({mode.value}) {status} plain text: {reply.text[:200]!r}")
+            return
+        if not {"code", "message"} <= set(reply.json()):
+            seen["non_status_errors"] += 1
+            problems.append(f"{operation.label} ({mode.value}) {status} not a Status: {reply.text[:200]!r}")
+        if status >= 500:
+            seen["5xx"] += 1
+            problems.append(f"{operation.label} ({mode.value}) {status}: {reply.text[:300]!r}")
+
     for operation in _operations():
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-
-            @settings(max_examples=EXAMPLES, deadline=None, database=None, phases=[Phase.generate],
-                      suppress_health_check=list(HealthCheck))
-            @given(case=operation.as_strategy(generation_mode=mode))
-            def probe(case, mode=mode, operation=operation):
-                try:
-                    reply = case.call(base_url=mesh.base_url, session=session, headers=TENANT, timeout=60)
-                except requests.RequestException as exc:  # the gateway cut the connection: a failure to count
-                    seen[f"{mode.value}:transport_error"] += 1
-                    problems.append(f"{operation.label} ({mode.value}): {type(exc).__name__}")
-                    return
-                status = reply.status_code
-                seen[f"{mode.value}:{status // 100}xx"] += 1
-                if status < 400:
-                    return
-                if not reply.headers.get("content-type", "").startswith("application/json"):
-                    seen["plain_text_errors"] += 1
-                    problems.append(f"{operation.label} ({mode.value}) {status} plain text: {reply.text[:200]!r}")
-                    return
-                body = reply.json()
-                if not {"code", "message"} <= set(body):
-                    seen["non_status_errors"] += 1
-                    problems.append(f"{operation.label} ({mode.value}) {status} not a Status: {reply.text[:200]!r}")
-                if status >= 500:
-                    seen["5xx"] += 1
-                    problems.append(f"{operation.label} ({mode.value}) {status}: {reply.text[:300]!r}")
-
-            probe()
+            _probe(operation, mode, check)()
             seen["operations_modes"] += 1
 
     summary = dict(sorted(seen.items()))

@@ -32,7 +32,8 @@ from services.launcher.supervisor import Supervisor
 
 pytestmark = pytest.mark.e2e
 
-CYCLES = int(os.environ.get("DOCUTHINKER_FAULT_CYCLES", "10"))
+CYCLES = int(os.environ.get("DOCUTHINKER_FAULT_CYCLES", "3"))
+"""Kills per service; 3 keeps `make test` to minutes on 2 cores, `DOCUTHINKER_FAULT_CYCLES=10` is the full drill."""
 PAUSE_S = 20.0
 CLIENT_TIMEOUT_S = 15.0  # shorter than the pause: a caller still waiting when the peer resumes would fail the test
 TENANT = {"x-tenant-id": "faults"}
@@ -220,10 +221,13 @@ def test_a_paused_service_fails_its_callers_within_their_timeout(supervised, cou
                 seen[f"search:{search.status_code}"] += 1
                 assert search.status_code in (503, 504) and search.json()["code"] in (4, 14), search.text[:300]
                 health = client.get("/v1/health")  # the orchestrator asks rag itself (a call inside the mesh)
-                assert health.status_code == 200, health.text[:300]
-                rag = next(s for s in health.json()["services"] if s["name"] == "rag")
-                seen[f"health:rag_{rag['status']}"] += 1
-                assert rag["status"] != "SERVING", rag
+                if health.status_code == 200:
+                    rag = next(s for s in health.json()["services"] if s["name"] == "rag")
+                    seen[f"health:rag_{rag['status']}"] += 1
+                    assert rag["status"] != "SERVING", rag
+                else:  # on a saturated machine Envoy's 1 s health check of the orchestrator itself may time out
+                    seen[f"health:{health.status_code}"] += 1
+                    assert health.status_code == 503 and health.json()["code"] == 14, health.text[:300]
                 time.sleep(0.5)  # pacing, not synchronisation: a few probes per second for the whole pause
     finally:
         os.kill(pid, signal.SIGCONT)
