@@ -167,6 +167,7 @@ def _documents(client: httpx.Client) -> list[dict]:
 def test_sigkill_during_uploads_and_streams(supervised, counts, service):
     seen = counts.setdefault(f"sigkill_{service}", Counter())
     uploaded: list[str] = []
+    cut_uploads: list[str] = []  # filenames whose upload stream was cut: the client never learnt their id
     with httpx.Client(base_url=supervised.mesh.base_url, timeout=120) as client, ThreadPoolExecutor(4) as pool:
         for n in range(CYCLES):
             stream_started, upload_started = threading.Event(), threading.Event()
@@ -185,20 +186,31 @@ def test_sigkill_during_uploads_and_streams(supervised, counts, service):
                 seen[f"{kind}:{outcome}"] += 1
                 if kind == "upload" and result[1]:
                     uploaded.append(result[1])
+                elif kind == "upload" and outcome == "cut":
+                    cut_uploads.append(f"{service}-{n}.txt")
             supervised.until_restarted(service, old)
             seen["restarts"] += 1
 
-        # Settle: documents left mid-ingestion by a kill resume (or fail) once rag is back.
+        # Settle: documents left mid-ingestion by a kill resume (or fail) once rag is back, and the graph sync
+        # worker catches up with every READY document once the graph (or nlp) is back.
         def settled():
             documents = _documents(client)
-            return documents if all(d["status"] in TERMINAL for d in documents) else None
+            done = all(d["status"] in TERMINAL for d in documents) and not any(
+                d["status"] == "DOCUMENT_STATUS_READY" and d["graph_sync"] == "GRAPH_SYNC_STATUS_PENDING"
+                for d in documents)
+            return documents if done else None
 
         documents = supervised.wait(settled, "every document READY or FAILED", timeout=300)
     by_id = {d["document_id"]: d for d in documents}
     lost = [d for d in uploaded if d not in by_id]
     ready = [d for d in documents if d["status"] == "DOCUMENT_STATUS_READY"]
     failed = [d for d in documents if d["status"] == "DOCUMENT_STATUS_FAILED"]
-    seen.update({"documents_ready": len(ready), "documents_failed": len(failed), "lost": len(lost)})
+    filenames = {d["filename"]: d for d in documents}
+    seen.update({"documents_ready": len(ready), "documents_failed": len(failed), "lost": len(lost),
+                 # a cut upload was either stored (and resumed to READY or FAILED by rag after its restart) or
+                 # never reached the store (the client retries it); never left half-indexed
+                 "cut_upload_stored": sum(f in filenames for f in cut_uploads),
+                 "cut_upload_absent": sum(f not in filenames for f in cut_uploads)})
     assert not lost, lost
     assert all(d["chunk_count"] > 0 for d in ready), [d for d in ready if d["chunk_count"] <= 0]
     assert all(d["error_message"] for d in failed), failed
