@@ -9,7 +9,7 @@ first); the gateway refuses those (``gateway/request_validation.py``).
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
@@ -19,7 +19,7 @@ from services.runtime.errors import FieldViolation, InvalidArgument
 _MAX_VIOLATIONS = 10
 
 
-@lru_cache(maxsize=None)
+@cache
 def _holds_enums(descriptor: Descriptor) -> bool:
     """Whether a message of this type can contain an enum field at any depth (most cannot: skip their walk)."""
     seen: set[str] = set()
