@@ -134,6 +134,31 @@ def _stream(client: httpx.Client, path: str, body: dict | bytes, started: thread
         started.set()
 
 
+def _chat_stream(client: httpx.Client, n: int, started: threading.Event) -> str:
+    """The OpenAI-compatible API relaying rag's answer stream (SSE chunks, then ``[DONE]``): when rag dies
+    mid-answer the relay is alive, so the stream must end with a chunk holding ``error``, never a cut."""
+    body = {"model": "docuthinker", "stream": True,
+            "messages": [{"role": "user", "content": f"When was the pump at station {n} serviced?"}]}
+    last = "cut"
+    try:
+        with client.stream("POST", "/v1/chat/completions", json=body, headers=TENANT) as reply:
+            if reply.status_code != 200:
+                reply.read()
+                return f"http_{reply.status_code}" if reply.headers.get("content-type", "").startswith(
+                    "application/json") else f"plain_text_{reply.status_code}"
+            for line in reply.iter_lines():
+                started.set()
+                if line == "data: [DONE]":
+                    last = "done" if last != "error" else "error"
+                elif line.startswith("data: ") and "error" in json.loads(line[len("data: "):]):
+                    last = "error"
+        return last
+    except (httpx.RemoteProtocolError, httpx.ReadError):
+        return "cut"
+    finally:
+        started.set()
+
+
 def _upload(client: httpx.Client, service: str, n: int, started: threading.Event) -> tuple[str, str]:
     text = "".join(PARAGRAPH.format(n=n, service=service) for _ in range(3)) + f"Unique marker {service}-{n}.\n"
     outcome, events = _stream(client, "/v1/documents", text.encode(), started,
@@ -177,6 +202,10 @@ def test_sigkill_during_uploads_and_streams(supervised, counts, service):
             ]
             if service == "nlp":  # the orchestrator relaying nlp's work, too
                 work.append(("relay", pool.submit(_streams_for("orchestrator", client, n, threading.Event()))))
+            relay_started = threading.Event()
+            if service == "rag":  # the chat API relaying rag's answer stream
+                work.append(("relay", pool.submit(_chat_stream, client, n, relay_started)))
+                relay_started.wait(60)
             stream_started.wait(60)
             upload_started.wait(60)
             old = supervised.kill(service)
@@ -219,6 +248,8 @@ def test_sigkill_during_uploads_and_streams(supervised, counts, service):
                for k in seen if ":" in k), seen
     # What the clients saw of each kill, e.g. {"upload:done": 9, "upload:cut": 1, "stream:error": 2, ...}
     assert sum(v for k, v in seen.items() if k.startswith("stream:")) == CYCLES
+    # A relay that outlives the dead service ends its stream in-band: never cut.
+    assert not [k for k in seen if k == "relay:cut"], seen
 
 
 def test_a_paused_service_fails_its_callers_within_their_timeout(supervised, counts):
