@@ -71,7 +71,7 @@ def test_auth_filters_come_before_the_transcoder_only_when_enabled(keys):
         "header_mutation", "jwt_authn", "rbac", "lua", "grpc_json_transcoder", "router"]
     # The rate limiter (on by default) runs after auth, so the tenant it counts is the token's.
     assert _filters(envoy_config.render(MeshSettings(), auth=auth)) == [
-        "header_mutation", "jwt_authn", "rbac", "local_ratelimit", "grpc_json_transcoder", "router"]
+        "header_mutation", "jwt_authn", "rbac", "local_ratelimit", "lua", "grpc_json_transcoder", "router"]
 
 
 def test_envoy_accepts_the_auth_config(keys, tmp_path):
