@@ -188,6 +188,7 @@ def _documents(client: httpx.Client) -> list[dict]:
     return reply.json().get("documents", [])
 
 
+@pytest.mark.timeout(240 + 120 * CYCLES)  # a restart takes 10-60 s on 2 busy cores (rag loads its models again)
 @pytest.mark.parametrize("service", ["rag", "nlp", "graph", "orchestrator"])
 def test_sigkill_during_uploads_and_streams(supervised, counts, service):
     seen = counts.setdefault(f"sigkill_{service}", Counter())
@@ -295,6 +296,7 @@ def test_the_graph_oom_query_fails_alone_and_the_graph_survives(supervised, coun
     assert supervised.mesh.pids()["graph"] == pid
 
 
+@pytest.mark.timeout(600)
 def test_a_restart_of_the_whole_mesh_keeps_every_document(supervised, counts):
     seen = counts.setdefault("mesh_restart", Counter())
     mesh = supervised.mesh
