@@ -57,6 +57,7 @@ def _probe(operation, mode: GenerationMode, check):
     return probe
 
 
+@pytest.mark.timeout(BUDGET_S + 300)  # the budget, the last operation's examples, and the mesh's start
 def test_fuzzed_requests_get_status_json_errors_and_no_5xx(mesh):
     seen: Counter = Counter()
     problems: list[str] = []
