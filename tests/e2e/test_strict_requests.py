@@ -50,3 +50,13 @@ def test_clients_cannot_write_system_turns(http):
     violations = next(d for d in body["details"] if d["@type"].endswith("google.rpc.BadRequest"))["field_violations"]
     assert [v["field"] for v in violations] == ["role"], body
     assert http.post(path, json={"role": "user", "content": "hello"}).status_code == 200
+
+
+def test_document_ids_are_capped_and_unknown_ones_summarised(http):
+    too_many = _refused(http.post("/v1/search", json={"query": "pumps", "document_ids": [f"d{i}" for i in range(1500)]}))
+    assert "at most 100" in too_many["message"], too_many
+    unknown = http.post("/v1/search", json={"query": "pumps", "document_ids": [f"nope-{i}" for i in range(80)]})
+    assert unknown.status_code == 404, unknown.text[:300]
+    body = unknown.json()
+    assert body["message"].startswith("80 unknown document id(s): nope-0") and "75 more" in body["message"], body
+    assert len(unknown.content) < 2048
