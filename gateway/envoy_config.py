@@ -24,9 +24,10 @@ from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
 from gateway import auth as edge_auth
-from gateway import edge_policy, http_apps, mesh_credentials, static_site, upstreams
+from gateway import edge_policy, http_apps, mesh_credentials, request_validation, static_site, upstreams
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
+from services.runtime import mesh_auth
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 from services.runtime.contracts import RpcMethod, methods_of
 
@@ -119,8 +120,12 @@ def _routes(service: str, methods: list[Method]) -> list[dict]:
 
 
 def _cluster(service: str, settings: MeshSettings, health_service: str) -> dict:
-    # Every replica of the service (its target setting), each health-checked and ejected on its own.
-    return upstreams.cluster(service, settings.peer_of(service), {"grpc_health_check": {"service_name": health_service}})
+    # Every replica of the service (its target setting), each health-checked and ejected on its own. HTTP/2
+    # PINGs to each, as services ping each other (services/runtime/keepalive.py): a paused service's
+    # connection is closed within seconds and its in-flight requests end (503) instead of hanging.
+    keepalive = {"interval": f"{settings.peer_keepalive_s}s", "timeout": f"{settings.peer_keepalive_timeout_s}s"}
+    return upstreams.cluster(service, settings.peer_of(service), {"grpc_health_check": {"service_name": health_service}},
+                             keepalive=keepalive)
 
 
 def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET,
@@ -197,6 +202,9 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
                             "http_filters": [
                                 *edge_filters,
                                 *([rate_limit] if rate_limit is not None else []),  # after auth: tenant from the token
+                                # strict JSON, before the transcoder drops unknown fields
+                                request_validation.lua_filter(http_apps.OPENAI_API, descriptor_set,
+                                                              mesh_auth.read_credential(settings.mesh_credential_file)),
                                 transcoder,
                                 {
                                     "name": "envoy.filters.http.router",

@@ -53,9 +53,10 @@ def outlier_detection() -> dict:
     }
 
 
-def cluster(name: str, peer: Peer, health_check: dict, http2: bool = True) -> dict:
+def cluster(name: str, peer: Peer, health_check: dict, http2: bool = True, keepalive: dict | None = None) -> dict:
     """The cluster ``name`` over every replica of ``peer``; ``health_check`` is the checker's own part
-    (``{"grpc_health_check": ...}`` or ``{"http_health_check": ...}``)."""
+    (``{"grpc_health_check": ...}`` or ``{"http_health_check": ...}``); ``keepalive``: HTTP/2 PINGs
+    (``{"interval": ..., "timeout": ...}``) so a paused replica's connection is closed within seconds."""
     static = not peer.dns and all(_is_literal(host) for host, _ in peer.endpoints)
     body: dict = {
         "name": name,
@@ -89,4 +90,7 @@ def cluster(name: str, peer: Peer, health_check: dict, http2: bool = True) -> di
         body["respect_dns_ttl"] = True
     if http2:
         body["typed_extension_protocol_options"] = copy.deepcopy(_HTTP2)
+        if keepalive:
+            options = body["typed_extension_protocol_options"]["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
+            options["explicit_http_config"]["http2_protocol_options"]["connection_keepalive"] = keepalive
     return body

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from services.graph.entity_resolution import display_name, entity_key, topic_key
 from services.graph.store import DocumentFacts, EntityFact, GraphStore, TopicFact
-from services.runtime.errors import FieldViolation, InvalidArgument, ResourceExhausted
+from services.runtime.errors import FieldViolation, InvalidArgument
 
 MAX_ID_CHARS = 512
 MAX_NAME_CHARS = 512
@@ -115,7 +115,7 @@ class UpsertBatcher:
 
     def _check_size(self, document: _OpenDocument) -> None:
         if len(document.topics) + len(document.entities) >= self._max_facts:
-            raise ResourceExhausted(
+            raise InvalidArgument(
                 f"document {document.document_id!r} has more than {self._max_facts} facts",
                 reason="TOO_MANY_FACTS", metadata={"limit": str(self._max_facts)},
             )

@@ -21,7 +21,7 @@ from services.nlp import engines, generation, grounding, windows
 from services.nlp.engines import Engine
 from services.nlp.generation import TextGenerator
 from services.nlp.grounding import Advice, Grounding
-from services.runtime.errors import DomainError, FieldViolation, InvalidArgument, ResourceExhausted, Unavailable
+from services.runtime.errors import DomainError, FieldViolation, InvalidArgument, Unavailable
 
 log = logging.getLogger("docuthinker.nlp.generative")
 
@@ -200,7 +200,7 @@ async def _transform(
     *, system: str, instruction: str, tokens_per_char: float,
 ) -> Rewritten:
     if len(text) > max_chars:
-        raise ResourceExhausted(
+        raise InvalidArgument(
             f"{task} accepts at most {max_chars} characters (this text has {len(text)})",
             reason="TEXT_TOO_LARGE_FOR_LLM",
             metadata={"limit": str(max_chars), "size": str(len(text)), "setting": "DOCUTHINKER_NLP_MAX_GENERATION_CHARS"},

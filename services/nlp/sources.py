@@ -13,7 +13,6 @@ from services.runtime.errors import (
     InvalidArgument,
     NotFound,
     RemoteError,
-    ResourceExhausted,
     Unavailable,
 )
 
@@ -62,7 +61,7 @@ def validate_text(text: str, field: str = "text", limit: int = MAX_TEXT_CHARS) -
             violations=[FieldViolation(field, "must contain non-whitespace text")],
         )
     if len(text) > limit:
-        raise ResourceExhausted(
+        raise InvalidArgument(
             f"{field} has {len(text)} characters; the limit is {limit}",
             reason="TEXT_TOO_LARGE",
             metadata={"limit": str(limit), "size": str(len(text)), "setting": "DOCUTHINKER_NLP_MAX_TEXT_CHARS"},

@@ -7,6 +7,7 @@ import signal
 
 from aiohttp import web
 
+from gateway import request_validation
 from services.openai_api.answers import AnswerEngine
 from services.openai_api.app import create_app
 from services.rag.client import RagClient
@@ -18,6 +19,7 @@ async def _serve(settings: MeshSettings) -> None:
     mesh_auth.warn_if_open("openai_api", settings.mesh_credential_file)
     app = create_app(AnswerEngine(RagClient(channels)), settings.default_tenant,
                      mesh_auth.read_credential(settings.mesh_credential_file))
+    request_validation.add_route(app)  # the gateway's strict-JSON check runs in this HTTP process
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.openai_api_port, shutdown_timeout=settings.shutdown_grace_s)

@@ -17,7 +17,7 @@ from services.orchestrator.dlq import DeadLetterQueue
 from services.orchestrator.downstream import is_transient
 from services.orchestrator.operations import Operations
 from services.orchestrator.plans import BATCH_OPERATIONS
-from services.runtime.errors import FieldViolation, InvalidArgument, ResourceExhausted
+from services.runtime.errors import FieldViolation, InvalidArgument
 
 APPLY = "document.apply"
 
@@ -82,7 +82,7 @@ class BatchProcessor:
             raise InvalidArgument("documents is empty", reason="EMPTY_BATCH",
                                   violations=[FieldViolation("documents", "at least one document")])
         if len(items) > self.max_documents:
-            raise ResourceExhausted(
+            raise InvalidArgument(
                 f"{len(items)} documents; at most {self.max_documents} per batch request", reason="BATCH_TOO_LARGE"
             )
         return BATCH_OPERATIONS[operation]

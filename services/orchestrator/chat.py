@@ -16,7 +16,7 @@ from services.orchestrator.insights import InsightStore
 from services.orchestrator.llm import LanguageModels
 from services.orchestrator.tokens import TokenBudget, Turn, compact_turns, estimate_tokens, truncate_to_tokens
 from services.providers.base import GenerationRequest, GenerationResult, Message, TextBlock
-from services.runtime.errors import ResourceExhausted
+from services.runtime.errors import InvalidArgument
 
 TASK = "chat"
 KEEP_TURNS_WHEN_COMPACTING = 4
@@ -75,7 +75,7 @@ class ChatResponder:
         window = serving.context_window if serving is not None else self._budget.context_window("")
         available = max(0, window - self._budget.reserve_for_output)
         if estimate_tokens(message) > available:
-            raise ResourceExhausted(
+            raise InvalidArgument(
                 f"the message alone needs about {estimate_tokens(message)} tokens; {available} are available",
                 reason="TOKEN_BUDGET_EXCEEDED",
                 metadata={"available": str(available)},

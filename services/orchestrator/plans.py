@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.orchestrator.dag import Task
-from services.runtime.errors import FieldViolation, InvalidArgument, ResourceExhausted
+from services.runtime.errors import FieldViolation, InvalidArgument
 
 
 @dataclass(frozen=True)
@@ -201,7 +201,7 @@ def _batch(request: SupervisorRequest, max_documents: int) -> list[Task]:
     if not ids:
         raise _missing("document_ids", "the stored documents to process")
     if len(ids) > max_documents:
-        raise ResourceExhausted(f"{len(ids)} documents; at most {max_documents} per request", reason="BATCH_TOO_LARGE")
+        raise InvalidArgument(f"{len(ids)} documents; at most {max_documents} per request", reason="BATCH_TOO_LARGE")
     tasks: list[Task] = []
     for n, document_id in enumerate(ids):
         tasks.append(Task(f"extract-{n}", "rag.extract", {"document_id": document_id}))

@@ -24,7 +24,7 @@ from services.orchestrator.llm import LanguageModels
 from services.orchestrator.tokens import TokenBudget, estimate_tokens
 from services.providers.base import GenerationRequest, Message
 from services.runtime import request_context
-from services.runtime.errors import ResourceExhausted
+from services.runtime.errors import InvalidArgument
 
 ESTIMATED_OUTPUT_TOKENS = 1024
 PREVIEW_CHARS = 500
@@ -93,7 +93,7 @@ class Supervisor:
             available = max(0, provider.context_window - self._tokens.reserve_for_output)
             used = estimate_tokens(content)
             if used > available:
-                raise ResourceExhausted(
+                raise InvalidArgument(
                     f"the message needs about {used} tokens; {provider.name} ({provider.model}) allows {available}",
                     reason="TOKEN_BUDGET_EXCEEDED",
                     metadata={"model": provider.model, "used": str(used), "available": str(available)},

@@ -47,6 +47,8 @@ def pipeline_config(settings: RagSettings, max_upload_bytes: int,
             max_text_chars=settings.max_text_chars,
             max_image_pixels=settings.max_image_pixels,
             table_block_chars=settings.chunk_size,
+            max_record_chars=settings.max_record_chars,
+            max_chunks=settings.max_chunks_per_document,
         ),
         ocr=reader_from(OcrConfig(
             enabled=settings.ocr_enabled,
@@ -60,6 +62,7 @@ def pipeline_config(settings: RagSettings, max_upload_bytes: int,
         )),
         embed_batch_size=settings.embed_batch_size,
         embed_progress_every=settings.embed_progress_every,
+        max_tenant_chunks=settings.max_tenant_chunks,
         audio=audio,
     )
 

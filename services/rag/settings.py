@@ -26,7 +26,7 @@ class RagSettings(BaseSettings):
     embed_progress_every: int = Field(default=128, ge=1)
     """Chunks embedded between two "embedded k of n" progress events (one encode call each)."""
     max_pages: int = Field(default=2000, ge=1)
-    """PDFs with more pages are refused (RESOURCE_EXHAUSTED)."""
+    """PDFs with more pages are refused (INVALID_ARGUMENT, reason TOO_MANY_PAGES)."""
     max_sheet_cells: int = Field(default=2_000_000, ge=1)
     """Non-empty cells read from one workbook before it is refused."""
     max_sheet_rows_scanned: int = Field(default=4_000_000, ge=1)
@@ -37,6 +37,13 @@ class RagSettings(BaseSettings):
     """Largest uncompressed/compressed ratio of one archive member bigger than 1 MiB."""
     max_text_chars: int = Field(default=20_000_000, ge=1)
     """Extracted characters per document before it is refused."""
+    max_record_chars: int = Field(default=131_072, ge=1024)
+    """Characters of one CSV/TSV record (a "line"); a longer one refuses the file (INVALID_ARGUMENT, RECORD_TOO_LONG)."""
+    max_chunks_per_document: int = Field(default=25_000, ge=1)
+    """Chunks one document may become; more refuses it (INVALID_ARGUMENT, TOO_MANY_CHUNKS)."""
+    max_tenant_chunks: int = Field(default=2_000_000, ge=0)
+    """Chunks one tenant may hold over all its documents; an upload past it is refused (RESOURCE_EXHAUSTED,
+    TENANT_CHUNK_QUOTA: delete documents first). 0: no quota."""
     max_image_pixels: int = Field(default=60_000_000, ge=1_000_000)
     """Pixels of one page image (an uploaded image's frame, a scanned PDF page rendered for OCR)."""
     ocr_enabled: bool = True
@@ -47,7 +54,7 @@ class RagSettings(BaseSettings):
     ocr_dpi: int = Field(default=200, ge=72, le=600)
     """Resolution at which scanned PDF pages are rendered for OCR."""
     ocr_max_pages: int = Field(default=50, ge=1)
-    """Pages one document may need OCR for; more is refused (RESOURCE_EXHAUSTED): about 1-3 s per page."""
+    """Pages one document may need OCR for; more is refused (INVALID_ARGUMENT, reason TOO_MANY_OCR_PAGES): about 1-3 s per page."""
     ocr_page_timeout_s: float = Field(default=60.0, gt=0)
     """OCR of one page taking longer fails the document (DEADLINE_EXCEEDED)."""
     ocr_tesseract_cmd: str = "tesseract"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import grpc
 
-from services.runtime import mesh_auth
+from services.runtime import keepalive, mesh_auth
 from services.runtime.config import MeshSettings
 from services.runtime.contracts import RpcMethod, mesh_methods
 from services.runtime.interceptors import client_interceptors
@@ -48,6 +48,7 @@ def channel_options(settings: MeshSettings, *, retries: bool = True,
         ("grpc.initial_reconnect_backoff_ms", 100),
         ("grpc.min_reconnect_backoff_ms", 100),
         ("grpc.max_reconnect_backoff_ms", 1000),
+        *keepalive.channel_options(settings),  # a paused peer fails its calls with UNAVAILABLE in seconds
     ]
     if retries:
         options.append(("grpc.service_config", json.dumps(_RETRY_SERVICE_CONFIG)))

@@ -72,10 +72,15 @@ class MeshSettings(BaseSettings):
     """How long in-flight RPCs may run after SIGTERM before they are cancelled."""
     downstream_timeout_s: float = Field(default=30.0, gt=0)
     """Deadline for calls to other services when the caller set none."""
+    peer_keepalive_s: float = Field(default=2.0, gt=0)
+    """Services ping the peers they call this often (HTTP/2 PING) while connected (``services/runtime/keepalive.py``)."""
+    peer_keepalive_timeout_s: float = Field(default=3.0, gt=0)
+    """A peer whose connection answers no ping for this long is declared gone: its calls end with UNAVAILABLE
+    (a paused or hung peer fails its callers within about ``peer_keepalive_s`` + this, not at their deadline)."""
     max_message_bytes: int = 64 * 1024 * 1024
     """gRPC message size limit (uploads are bounded by ``max_upload_bytes``)."""
     max_upload_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
-    """Largest accepted document: Envoy answers 413 above it, the RAG service RESOURCE_EXHAUSTED."""
+    """Largest accepted document: Envoy answers 413 above it, the RAG service INVALID_ARGUMENT (UPLOAD_TOO_LARGE)."""
 
     mesh_credential_file: pathlib.Path | None = None
     """The per-mesh secret service ports require of every caller but health checks and reflection

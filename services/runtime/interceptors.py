@@ -2,6 +2,8 @@
 
 Server side, every handler kind is wrapped so that:
 - a ``RequestContext`` (request id, tenant, deadline) is bound for the RPC's duration;
+- a request message holding an enum number its enum does not define is refused (INVALID_ARGUMENT,
+  ``services.runtime.request_validation``) before the handler runs;
 - a ``DomainError`` becomes a rich ``google.rpc.Status``; anything else becomes INTERNAL
   (logged with its traceback, reported without it); ``NotImplementedError`` becomes a clear
   UNIMPLEMENTED;
@@ -28,7 +30,7 @@ import grpc
 from google.protobuf import descriptor_pool, message_factory
 from grpc_status import rpc_status
 
-from services.runtime import metrics, request_context, tracing
+from services.runtime import metrics, request_context, request_validation, tracing
 from services.runtime.errors import DomainError, InvalidArgument, FieldViolation, status_from_exception
 
 log = logging.getLogger("docuthinker.rpc")
@@ -167,6 +169,7 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             try:
                 ctx = self._context_for(headers, context)
                 token = request_context.bind(ctx)
+                request_validation.check_request(request)
                 result = await behavior(request, context)
                 code = "OK"
                 self._log(method, ctx, code, started)
@@ -202,6 +205,7 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             try:
                 ctx = self._context_for(headers, context)
                 token = request_context.bind(ctx)
+                request_validation.check_request(request)
                 async for message in behavior(request, context):
                     sent += 1
                     yield message

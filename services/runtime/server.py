@@ -18,7 +18,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from services.runtime import logs, mesh_auth, metrics, tracing
+from services.runtime import keepalive, logs, mesh_auth, metrics, tracing
 from services.runtime.clients import ChannelPool
 from services.runtime.config import MeshSettings
 from services.runtime.interceptors import ServerInterceptor
@@ -76,6 +76,7 @@ async def create_server(binding: ServiceBinding, settings: MeshSettings, port: i
             # Clients re-resolve their peer's name when a connection ends: aged connections make a scale-out
             # reach every replica. In-flight calls finish on the old connection (no grace limit is set).
             ("grpc.max_connection_age_ms", int(settings.max_connection_age_s * 1000)),
+            *keepalive.server_options(settings),
         ],
     )
     binding.register(server)

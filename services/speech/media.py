@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from services.runtime.errors import FieldViolation, InvalidArgument, ResourceExhausted
+from services.runtime.errors import FieldViolation, InvalidArgument
 
 SAMPLE_RATE = 16_000
 
@@ -43,16 +43,16 @@ def corrupt_media(why: str, field: str = "file") -> InvalidArgument:
     )
 
 
-def too_long(seconds: float, limit: float) -> ResourceExhausted:
-    return ResourceExhausted(
+def too_long(seconds: float, limit: float) -> InvalidArgument:
+    return InvalidArgument(
         f"the recording is longer than the limit of {limit:g} seconds (at least {seconds:.1f} s)",
         reason="MEDIA_TOO_LONG",
         metadata={"limit_seconds": f"{limit:g}", "seconds": f"{seconds:.1f}"},
     )
 
 
-def too_large(size: int, limit: int) -> ResourceExhausted:
-    return ResourceExhausted(
+def too_large(size: int, limit: int) -> InvalidArgument:
+    return InvalidArgument(
         f"the recording is larger than the {limit}-byte limit of audio and video files",
         reason="MEDIA_TOO_LARGE",
         metadata={"limit_bytes": str(limit), "size_bytes": str(size)},

@@ -30,10 +30,10 @@ class SpeechSettings(BaseSettings):
     language: str = Field(default="", pattern=r"^([a-z]{2,3})?$")
     """Spoken language as an ISO code (e.g. "en"); empty: detected per recording (base model only)."""
     max_media_seconds: float = Field(default=4 * 3600.0, gt=0)
-    """Longest audio or video upload, in seconds of audio; longer is refused (RESOURCE_EXHAUSTED)."""
+    """Longest audio or video upload, in seconds of audio; longer is refused (INVALID_ARGUMENT, reason MEDIA_TOO_LONG)."""
     max_media_bytes: int = Field(default=200 * 1024 * 1024, ge=1)
     """Largest audio or video upload in bytes (the mesh-wide upload limit applies too)."""
     max_question_seconds: float = Field(default=60.0, gt=0)
-    """Longest spoken question, in seconds; longer is refused (RESOURCE_EXHAUSTED)."""
+    """Longest spoken question, in seconds; longer is refused (INVALID_ARGUMENT, reason MEDIA_TOO_LONG)."""
     cache_dir: str = ""
     """Where the assembled model directory is kept (keyed by its hashes); empty: ``~/.cache/docuthinker/speech``."""

@@ -199,7 +199,7 @@ def _docx_bomb() -> bytes:
         ("broken.pdf", b"%PDF-1.7\nnot really a pdf", "application/pdf", 400, "CORRUPT_FILE", "PDF"),
         ("locked.pdf", _encrypted_pdf(), "application/pdf", 400, "ENCRYPTED_PDF", "encrypted"),
         ("scan.pdf", _blank_pdf(), "application/pdf", 400, "NO_EXTRACTABLE_TEXT", "no extractable text"),
-        ("bomb.docx", _docx_bomb(), "application/octet-stream", 429, "ARCHIVE_COMPRESSION_RATIO", "zip bomb"),
+        ("bomb.docx", _docx_bomb(), "application/octet-stream", 400, "ARCHIVE_COMPRESSION_RATIO", "zip bomb"),
         ("blank.md", b"  \n\n  \n", "text/markdown", 400, "NO_EXTRACTABLE_TEXT", "no extractable text"),
     ],
 )

@@ -112,7 +112,7 @@ def test_input_errors_map_to_http(client):
     empty = client.post("/v1/nlp/summary", json={"text": "  "})
     assert empty.status_code == 400 and empty.json()["code"] == 3
     huge = client.post("/v1/nlp/sentiment", json={"text": "a " * 1_100_000})
-    assert huge.status_code == 429, huge.text[:300]
+    assert huge.status_code == 400 and huge.json()["code"] == 3, huge.text[:300]
     missing = client.post("/v1/nlp/entities", json={"document_id": "no-such-document"})
     assert missing.status_code == 404, missing.text
 

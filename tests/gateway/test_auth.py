@@ -63,16 +63,17 @@ def _filters(rendered: dict) -> list[str]:
 def test_auth_filters_come_before_the_transcoder_only_when_enabled(keys):
     _, _, auth = keys
     no_limits = EdgeSettings(client_rps=0, tenant_rps=0)
-    assert _filters(envoy_config.render(MeshSettings(), edge=no_limits)) == ["grpc_json_transcoder", "router"]
+    # lua: the strict-JSON check (gateway/request_validation.py), right before the transcoder
+    assert _filters(envoy_config.render(MeshSettings(), edge=no_limits)) == ["lua", "grpc_json_transcoder", "router"]
     assert _filters(envoy_config.render(MeshSettings(), auth=AuthSettings(enabled=False), edge=no_limits)) == [
-        "grpc_json_transcoder", "router"]
+        "lua", "grpc_json_transcoder", "router"]
     with pytest.raises(ValueError, match="no JWKS file"):
         envoy_config.render(MeshSettings(), auth=AuthSettings(), edge=no_limits)
     assert _filters(envoy_config.render(MeshSettings(), auth=auth, edge=no_limits)) == [
-        "header_mutation", "jwt_authn", "rbac", "grpc_json_transcoder", "router"]
+        "header_mutation", "jwt_authn", "rbac", "lua", "grpc_json_transcoder", "router"]
     # The rate limiter (on by default) runs after auth, so the tenant it counts is the token's.
     assert _filters(envoy_config.render(MeshSettings(), auth=auth)) == [
-        "header_mutation", "jwt_authn", "rbac", "local_ratelimit", "grpc_json_transcoder", "router"]
+        "header_mutation", "jwt_authn", "rbac", "local_ratelimit", "lua", "grpc_json_transcoder", "router"]
 
 
 def test_envoy_accepts_the_auth_config(keys, tmp_path):

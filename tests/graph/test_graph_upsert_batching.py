@@ -8,7 +8,7 @@ import pytest
 
 from services.graph.store import DocumentFacts
 from services.graph.upsert_batching import UpsertBatcher
-from services.runtime.errors import InvalidArgument, ResourceExhausted
+from services.runtime.errors import InvalidArgument
 
 
 class RecordingStore:
@@ -95,5 +95,5 @@ async def test_invalid_facts_are_refused_with_field_violations():
         b.add_entity("Bob", "PERSON", -2)
     b.add_topic("one", 1)
     b.add_entity("two", "", 1)
-    with pytest.raises(ResourceExhausted):
+    with pytest.raises(InvalidArgument):
         b.add_topic("three", 1)

@@ -9,7 +9,7 @@ import pytest
 from services.nlp import generative, grounding
 from services.nlp.generation import parse_json
 from services.nlp.prepared import PreparedText
-from services.runtime.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, Unavailable
+from services.runtime.errors import FailedPrecondition, InvalidArgument, Unavailable
 
 from .documents import MEMO
 from .fakes import NoProviders, ScriptedGenerator
@@ -98,7 +98,7 @@ async def test_rewrite_style_defaults_and_limits():
     assert (await generative.rewrite("ok", "", generator, window_chars=600, max_chars=100)).instruction == "clear and concise"
     with pytest.raises(InvalidArgument):
         await generative.rewrite("ok", "x" * 201, generator, window_chars=600, max_chars=100)
-    with pytest.raises(ResourceExhausted) as caught:
+    with pytest.raises(InvalidArgument) as caught:
         await generative.rewrite("x" * 101, "formal", generator, window_chars=600, max_chars=100)
     assert caught.value.metadata["limit"] == "100"
 

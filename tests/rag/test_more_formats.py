@@ -188,7 +188,7 @@ class TestXls:
         data = make_xls()
         assert _error(data[:600], FileType.XLS).reason == "CORRUPT_FILE"
         error = _error(data, FileType.XLS, ParseLimits(max_sheet_cells=4))
-        assert (error.code, error.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "SPREADSHEET_TOO_LARGE")
+        assert (error.code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "SPREADSHEET_TOO_LARGE")
 
 
 class TestOpenDocument:

@@ -198,7 +198,7 @@ def test_with_ocr_off_a_mixed_pdf_keeps_its_text_pages():
 def test_too_many_scanned_pages_are_refused_before_any_ocr():
     reader = RecordingReader(max_pages=2)
     error = _error(make_scanned_pdf([["a"], ["b"], ["c"]]), FileType.PDF, reader)
-    assert (error.code, error.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_OCR_PAGES")
+    assert (error.code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "TOO_MANY_OCR_PAGES")
     assert reader.seen == []
 
 
@@ -228,7 +228,7 @@ def test_images_beyond_the_pixel_limit_are_refused_undecoded():
     reader = RecordingReader()
     for width, height in ((10_000, 10_000), (100_000, 100_000)):  # our limit; Pillow's bomb guard
         error = _error(png_header_only(width, height), FileType.IMAGE, reader)
-        assert (error.code, error.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "IMAGE_TOO_LARGE")
+        assert (error.code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "IMAGE_TOO_LARGE")
     assert reader.seen == []
 
 

@@ -66,7 +66,7 @@ class TestPdf:
 
     def test_page_limit(self) -> None:
         error = _error(make_pdf([["a"], ["b"], ["c"]]), FileType.PDF, ParseLimits(max_pages=2))
-        assert (error.code, error.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_PAGES")
+        assert (error.code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "TOO_MANY_PAGES")
 
 
 class TestDocx:
@@ -84,7 +84,7 @@ class TestDocx:
 
     def test_zip_bomb_is_refused_before_inflating(self) -> None:
         error = _error(with_bomb(make_docx()), FileType.DOCX)
-        assert (error.code, error.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "ARCHIVE_COMPRESSION_RATIO")
+        assert (error.code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "ARCHIVE_COMPRESSION_RATIO")
 
     def test_total_uncompressed_limit(self) -> None:
         error = _error(make_docx(), FileType.DOCX, ParseLimits(max_unzipped_bytes=10_000))
@@ -138,7 +138,7 @@ class TestXlsx:
     def test_cell_limit(self) -> None:
         data = make_xlsx({"S": [[i, i + 1, i + 2] for i in range(100)]})
         error = _error(data, FileType.XLSX, ParseLimits(max_sheet_cells=50))
-        assert (error.code, error.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "SPREADSHEET_TOO_LARGE")
+        assert (error.code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "SPREADSHEET_TOO_LARGE")
 
     def test_zip_bomb(self) -> None:
         error = _error(with_bomb(make_xlsx({"S": [["a"]]})), FileType.XLSX)
@@ -226,4 +226,4 @@ class TestText:
 
     def test_text_limit(self) -> None:
         error = _error(b"word " * 1000, FileType.TEXT, ParseLimits(max_text_chars=100))
-        assert (error.code, error.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MUCH_TEXT")
+        assert (error.code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "TOO_MUCH_TEXT")

@@ -187,7 +187,7 @@ async def test_client_stream_limit_is_enforced_while_receiving(server) -> None:
     header = pb.StreamUploadDocumentRequest(header=pb.StreamUploadDocumentRequest.Header(filename="big.txt"))
     parts = [header] + [pb.StreamUploadDocumentRequest(chunk=b"y" * 16384) for _ in range(400)]  # 6.5 MB
     code, reason, sent = await _send_until_refused(server, parts)
-    assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "UPLOAD_TOO_LARGE")
+    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "UPLOAD_TOO_LARGE")
     assert sent < 200, "the server should refuse soon after the limit, not after reading everything"
 
 
@@ -195,7 +195,7 @@ async def test_client_stream_limit_is_enforced_while_receiving(server) -> None:
     ("header", "first_chunk", "code", "reason"),
     [
         (pb.StreamUploadDocumentRequest.Header(filename="x.txt", size_bytes=LIMIT + 1), None,
-         grpc.StatusCode.RESOURCE_EXHAUSTED, "UPLOAD_TOO_LARGE"),
+         grpc.StatusCode.INVALID_ARGUMENT, "UPLOAD_TOO_LARGE"),
         (pb.StreamUploadDocumentRequest.Header(filename="x.exe"), None,
          grpc.StatusCode.INVALID_ARGUMENT, "UNSUPPORTED_FILE_TYPE"),
         (None, b"bytes before any header", grpc.StatusCode.INVALID_ARGUMENT, "HEADER_FIRST"),
@@ -212,7 +212,7 @@ async def test_client_stream_is_refused_early(server, header, first_chunk, code,
 @pytest.mark.parametrize(
     ("name", "data", "code", "reason"),
     [
-        ("big.txt", b"x" * (LIMIT + 1), grpc.StatusCode.RESOURCE_EXHAUSTED, "UPLOAD_TOO_LARGE"),
+        ("big.txt", b"x" * (LIMIT + 1), grpc.StatusCode.INVALID_ARGUMENT, "UPLOAD_TOO_LARGE"),
         ("virus.exe", b"MZ", grpc.StatusCode.INVALID_ARGUMENT, "UNSUPPORTED_FILE_TYPE"),
         ("empty.md", b"", grpc.StatusCode.INVALID_ARGUMENT, "EMPTY_DOCUMENT"),
         ("fake.pdf", b"%PDF-1.7 this is not really a pdf", grpc.StatusCode.INVALID_ARGUMENT, "CORRUPT_FILE"),

@@ -23,7 +23,7 @@ from langgraph.graph import END, START, StateGraph
 from services.rag.agents.merge import merge_parts
 from services.rag.agents.planner import Plan, Planner
 from services.rag.answers import lexical
-from services.rag.answers.answering import AnswerService, validate
+from services.rag.answers.answering import AnswerService
 from services.rag.answers.injection import assess_question
 from services.rag.answers.model import GroundedAnswer, SupportStatus
 from services.rag.answers.support import SupportChecker, answer_status, confidence_note
@@ -179,7 +179,7 @@ class AgentGraph:
         return update, summary
 
     def _initial(self, tenant: str, question: str, top_k: int, document_ids: Sequence[str]) -> AgentState:
-        request = validate(question, top_k, document_ids, self._answers.max_top_k)
+        request = self._answers.validate(question, top_k, document_ids)
         return {"tenant": tenant, "question": request.question, "top_k": request.top_k,
                 "document_ids": request.document_ids, "steps": []}
 

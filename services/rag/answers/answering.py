@@ -30,6 +30,9 @@ from services.runtime.errors import FieldViolation, InvalidArgument, NotFound
 log = logging.getLogger("docuthinker.rag.answers")
 
 MAX_QUESTION_CHARS = 2000
+MAX_DOCUMENT_IDS = 100
+MISSING_IDS_SHOWN = 5
+"""Unknown ids named in a NOT_FOUND: the rest are counted, so the error stays small (and fits a trailer)."""
 """The seed's limit on a question (pydantic max_length)."""
 
 
@@ -68,23 +71,39 @@ AnswerEvent = RetrievalEvent | AnswerDelta | CitationEvent | AnswerDone
 
 
 def validate(question: str, top_k: int, document_ids: Sequence[str], max_top_k: int,
-             field: str = "question") -> QueryRequest:
+             field: str = "question", *, max_question_chars: int = MAX_QUESTION_CHARS,
+             max_document_ids: int = MAX_DOCUMENT_IDS) -> QueryRequest:
     """Raises InvalidArgument with one violation per bad field."""
     violations = []
     text = question.strip()
     if not text:
         violations.append(FieldViolation(field, "must not be empty"))
-    elif len(text) > MAX_QUESTION_CHARS:
-        violations.append(FieldViolation(field, f"must be at most {MAX_QUESTION_CHARS} characters (got {len(text)})"))
+    elif len(text) > max_question_chars:
+        violations.append(FieldViolation(field, f"must be at most {max_question_chars} characters (got {len(text)})"))
     if top_k < 0 or top_k > max_top_k:
         violations.append(FieldViolation("top_k", f"must be between 1 and {max_top_k} (0 means the default)"))
     ids = tuple(dict.fromkeys(d.strip() for d in document_ids))
     if any(not d for d in ids):
         violations.append(FieldViolation("document_ids", "must not contain empty ids"))
+    if len(ids) > max_document_ids:
+        violations.append(FieldViolation("document_ids", f"must name at most {max_document_ids} documents "
+                                                         f"(got {len(ids)})"))
     if violations:
         raise InvalidArgument("invalid request: " + "; ".join(f"{v.field} {v.description}" for v in violations),
                               violations=violations)
     return QueryRequest(text, top_k, ids)
+
+
+def unknown_documents(missing: Sequence[str]) -> NotFound:
+    """NOT_FOUND naming the first few unknown ids and counting the rest (1000+ ids once overflowed the trailer)."""
+    shown = list(missing[:MISSING_IDS_SHOWN])
+    more = f" and {len(missing) - len(shown)} more" if len(missing) > len(shown) else ""
+    return NotFound(
+        f"{len(missing)} unknown document id(s): {', '.join(shown)}{more}",
+        reason="DOCUMENT_NOT_FOUND",
+        metadata={"document_ids": ",".join(shown), "missing_count": str(len(missing))},
+        violations=[FieldViolation("document_ids", f"no such document: {d}") for d in shown],
+    )
 
 
 def question_parts(question: str) -> list[str]:
@@ -118,22 +137,23 @@ class AnswerService:
     def max_top_k(self) -> int:
         return self.retriever.config.max_top_k
 
+    def validate(self, question: str, top_k: int, document_ids: Sequence[str], field: str = "question") -> QueryRequest:
+        """``validate`` with this service's limits (top_k, question length, document_ids per request)."""
+        config = self.retriever.config
+        return validate(question, top_k, document_ids, config.max_top_k, field,
+                        max_question_chars=config.max_question_chars, max_document_ids=config.max_document_ids)
+
     async def check_documents(self, tenant: str, document_ids: Sequence[str]) -> None:
         if not document_ids or self._documents is None:
             return
         lookup = self._documents
         missing = [d for d in document_ids if await asyncio.to_thread(lookup.get_document, tenant, d) is None]
         if missing:
-            raise NotFound(
-                f"unknown document id(s): {', '.join(missing)}",
-                reason="DOCUMENT_NOT_FOUND",
-                metadata={"document_ids": ",".join(missing)},
-                violations=[FieldViolation("document_ids", f"no such document: {d}") for d in missing],
-            )
+            raise unknown_documents(missing)
 
     async def search(self, tenant: str, query: str, top_k: int, document_ids: Sequence[str],
                      fusion: FusionMethod | None = None, expand_with_graph: bool = False) -> list[RetrievedChunk]:
-        request = validate(query, top_k, document_ids, self.max_top_k, field="query")
+        request = self.validate(query, top_k, document_ids, field="query")
         await self.check_documents(tenant, request.document_ids)
         return await self.retriever.search(tenant, request.question, request.top_k or None,
                                            request.document_ids or None, fusion, expand_with_graph)
@@ -186,7 +206,7 @@ class AnswerService:
 
     async def answer(self, tenant: str, question: str, top_k: int = 0,
                      document_ids: Sequence[str] = ()) -> GroundedAnswer:
-        request = validate(question, top_k, document_ids, self.max_top_k)
+        request = self.validate(question, top_k, document_ids)
         await self.check_documents(tenant, request.document_ids)
         retrieved = await self.retrieve(tenant, request)
         return await self.compose(request.question, retrieved)
@@ -194,7 +214,7 @@ class AnswerService:
     async def stream(self, tenant: str, question: str, top_k: int = 0,
                      document_ids: Sequence[str] = ()) -> AsyncIterator[AnswerEvent]:
         """Retrieval, then the (already verified) answer sentence by sentence, citations, done."""
-        request = validate(question, top_k, document_ids, self.max_top_k)
+        request = self.validate(question, top_k, document_ids)
         await self.check_documents(tenant, request.document_ids)
         retrieved = await self.retrieve(tenant, request)
         yield RetrievalEvent(tuple(retrieved))

@@ -32,6 +32,10 @@ class AnswerSettings(BaseSettings):
     """Chunks retrieved when a request leaves top_k at 0."""
     max_top_k: int = Field(default=50, ge=1, le=200)
     """Largest top_k a request may ask for (INVALID_ARGUMENT above)."""
+    max_question_chars: int = Field(default=2000, ge=16)
+    """Longest question or search query, in characters (INVALID_ARGUMENT above)."""
+    max_document_ids: int = Field(default=100, ge=1)
+    """Most ``document_ids`` one question or search may name (INVALID_ARGUMENT above)."""
     abstain_threshold: float = Field(default=ABSTAIN_THRESHOLD, ge=0, le=1)
     """Extractive answers abstain when the learned answerability (a probability) is below this (fitted on SQuAD 2.0)."""
     generative_answers: bool = True
@@ -51,6 +55,8 @@ class AnswerSettings(BaseSettings):
         return RetrievalConfig(
             default_top_k=self.top_k,
             max_top_k=self.max_top_k,
+            max_question_chars=self.max_question_chars,
+            max_document_ids=self.max_document_ids,
             default_fusion=_FUSIONS[self.fusion],
             score_fusion=ScoreFusionConfig(self.dense_weight, Normalisation(self.score_normalisation)),
         )

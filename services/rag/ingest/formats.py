@@ -12,7 +12,7 @@ import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 
-from services.runtime.errors import FieldViolation, InvalidArgument, ResourceExhausted
+from services.runtime.errors import FieldViolation, InvalidArgument
 
 
 # Recordings: extension -> stored content type (the declared type is kept when it is one of these).
@@ -236,7 +236,7 @@ def corrupt(file_type: FileType | str, why: str) -> InvalidArgument:
 
 def check_size(size: int, limit: int) -> None:
     if size > limit:
-        raise ResourceExhausted(
+        raise InvalidArgument(
             f"the upload is larger than the {limit}-byte limit",
             reason="UPLOAD_TOO_LARGE",
             metadata={"limit_bytes": str(limit), "size_bytes": str(size)},

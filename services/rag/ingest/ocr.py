@@ -23,7 +23,7 @@ from typing import Protocol
 from PIL import Image
 
 from services.runtime import domain_metrics, tracing
-from services.runtime.errors import DeadlineExceeded, FailedPrecondition, ResourceExhausted
+from services.runtime.errors import DeadlineExceeded, FailedPrecondition, InvalidArgument
 
 log = logging.getLogger("docuthinker.rag.ocr")
 
@@ -38,7 +38,7 @@ class OcrConfig:
     dpi: int = 200
     """Resolution at which scanned PDF pages are rendered for OCR."""
     max_pages: int = 50
-    """Pages read by OCR in one document; a scan with more is refused (RESOURCE_EXHAUSTED)."""
+    """Pages read by OCR in one document; a scan with more is refused (INVALID_ARGUMENT)."""
     page_timeout_s: float = 60.0
     tesseract_cmd: str = "tesseract"
     detect_orientation: bool = True
@@ -123,8 +123,8 @@ def unavailable(why: str) -> FailedPrecondition:
     )
 
 
-def too_many_pages(pages: int, limit: int) -> ResourceExhausted:
-    return ResourceExhausted(
+def too_many_pages(pages: int, limit: int) -> InvalidArgument:
+    return InvalidArgument(
         f"the document has {pages} pages without a text layer; OCR reads at most {limit} per document",
         reason="TOO_MANY_OCR_PAGES",
         metadata={"limit": str(limit), "pages": str(pages), "setting": "DOCUTHINKER_RAG_OCR_MAX_PAGES"},

@@ -48,11 +48,12 @@ from services.rag.ingest.formats import FileType, Upload, corrupt, validate_uplo
 from services.rag.ingest.jobs import IngestJob, StageTimer
 from services.rag.ingest.ocr import OcrProgress, PageReader
 from services.rag.ingest.parsers import AudioReader, ParseLimits, parse
+from services.rag.ingest.parsers.limits import too_large
 from services.rag.ingest.timecodes import time_range, touched
 from services.rag.locks import KeyedLocks
 from services.rag.store import BlobStore, ChunkIndex
 from services.runtime import domain_metrics
-from services.runtime.errors import DomainError, FailedPrecondition, NotFound, Unavailable
+from services.runtime.errors import DomainError, FailedPrecondition, NotFound, ResourceExhausted, Unavailable
 from services.speech.transcriber import Lane
 
 log = logging.getLogger("docuthinker.rag.ingest")
@@ -69,6 +70,8 @@ class PipelineConfig:
     """Transcribes audio and video documents; None: they are refused."""
     embed_batch_size: int = 32
     embed_progress_every: int = 128
+    max_tenant_chunks: int = 0
+    """Chunks one tenant may hold over all its documents (0: no quota)."""
 
 
 class IngestionPipeline:
@@ -299,6 +302,7 @@ class IngestionPipeline:
 
     def _chunk(self, record: DocumentRecord, parsed: ParsedDocument) -> list[Chunk]:
         spans = chunk_sections(parsed.sections, self._config.chunker)
+        self._check_chunk_caps(record, len(spans))
         chunks = []
         for ordinal, span in enumerate(spans):
             section = parsed.sections[span.section_index]
@@ -317,6 +321,26 @@ class IngestionPipeline:
                 ),
             ))
         return chunks
+
+    def _check_chunk_caps(self, record: DocumentRecord, count: int) -> None:
+        """Chunks per document (a property of the file: 400) and per tenant (a quota: 429, which limit in the reason).
+
+        The tenant's count is of its READY documents; documents ingesting at the same time are not counted
+        against each other, so a burst of uploads may pass the quota by at most their own chunks."""
+        limit = self._config.limits.max_chunks
+        if count > limit:
+            raise too_large(f"chunks ({count} at DOCUTHINKER_RAG_CHUNK_SIZE)", limit, "TOO_MANY_CHUNKS")
+        quota = self._config.max_tenant_chunks
+        if quota:
+            stored = self._metadata.count_chunks(record.tenant)
+            if stored + count > quota:
+                raise ResourceExhausted(
+                    f"tenant {record.tenant!r} holds {stored} chunks; this document's {count} would pass its quota "
+                    f"of {quota}: delete documents or raise DOCUTHINKER_RAG_MAX_TENANT_CHUNKS",
+                    reason="TENANT_CHUNK_QUOTA",
+                    metadata={"limit": str(quota), "stored": str(stored), "chunks": str(count),
+                              "setting": "DOCUTHINKER_RAG_MAX_TENANT_CHUNKS"},
+                )
 
     async def _sync_graph(self, record: DocumentRecord, parsed: ParsedDocument, job: IngestJob) -> None:
         if not self._graph_sync.enabled:

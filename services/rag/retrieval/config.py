@@ -34,6 +34,10 @@ class RetrievalConfig:
     """Chunks returned when the request leaves top_k at 0 (the seed's vector_top_k)."""
     max_top_k: int = 50
     """Largest top_k a request may ask for."""
+    max_question_chars: int = 2000
+    """Longest question (or search query), in characters."""
+    max_document_ids: int = 100
+    """Most ``document_ids`` one request may restrict itself to."""
     candidate_factor: int = 2
     """Each retriever returns top_k * candidate_factor candidates before fusion (the seed's topK*2)."""
     min_candidates: int = 0

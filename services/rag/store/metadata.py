@@ -112,6 +112,12 @@ class MetadataStore:
         with self._lock:
             return self._conn.execute("SELECT COUNT(*) FROM documents WHERE tenant=?", (tenant,)).fetchone()[0]
 
+    def count_chunks(self, tenant: str) -> int:
+        """Chunks of the tenant's indexed documents (the per-tenant chunk quota counts these)."""
+        with self._lock:
+            return self._conn.execute("SELECT COALESCE(SUM(chunk_count), 0) FROM documents WHERE tenant=?",
+                                      (tenant,)).fetchone()[0]
+
     def unfinished_documents(self) -> list[DocumentRecord]:
         """Documents in a non-terminal status (left behind by a crash), oldest first."""
         with self._lock:

@@ -39,6 +39,9 @@ def parse_delimited(data: bytes, file_type: FileType, limits: ParseLimits) -> Pa
     def records():
         try:
             for number, record in enumerate(reader, start=1):
+                if sum(map(len, record)) > limits.max_record_chars:
+                    raise too_large(f"characters in one {file_type.value.upper()} record (record {number})",
+                                    limits.max_record_chars, "RECORD_TOO_LONG")
                 cells = [collapse_cell(c) for c in record]
                 while cells and not cells[-1]:
                     cells.pop()
@@ -47,7 +50,7 @@ def parse_delimited(data: bytes, file_type: FileType, limits: ParseLimits) -> Pa
         except csv.Error as exc:
             raise corrupt(file_type, f"malformed {file_type.value.upper()} ({exc})") from exc
 
-    csv.field_size_limit(max(limits.max_text_chars, 131072))
+    csv.field_size_limit(max(limits.max_record_chars, 131072))
     rows = records()
     header = next(rows, None)
     sections = table_blocks(header, rows, limits.table_block_chars)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.runtime.errors import ResourceExhausted
+from services.runtime.errors import InvalidArgument
 
 
 @dataclass(frozen=True)
@@ -29,10 +29,15 @@ class ParseLimits:
     as PDFium reads it, re-flowed."""
     table_block_chars: int = 900
     """Target size of a block of table rows (each block repeats the header row)."""
+    max_record_chars: int = 131_072
+    """Characters of one CSV/TSV record (a "line"): a multi-megabyte single line is a table no one can read."""
+    max_chunks: int = 25_000
+    """Chunks one document may become (embedding time grows with them)."""
 
 
-def too_large(what: str, limit: int | float, reason: str) -> ResourceExhausted:
-    return ResourceExhausted(
+def too_large(what: str, limit: int | float, reason: str) -> InvalidArgument:
+    """A property of the file that no retry changes: INVALID_ARGUMENT (400), never RESOURCE_EXHAUSTED (429)."""
+    return InvalidArgument(
         f"the document exceeds the limit of {limit} {what}",
         reason=reason,
         metadata={"limit": str(limit)},
