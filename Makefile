@@ -32,9 +32,12 @@ $(VENV)/.installed: pyproject.toml requirements.lock requirements-models.txt
 proto: setup
 	$(PY) tools/protogen.py
 
-## lint: buf lint (STANDARD) on the contracts
+## lint: buf lint (STANDARD) and buf breaking (against the merge-base with main) on the contracts, ruff, mypy on the hand-written packages
 lint: setup
 	$(VENV)/bin/buf lint
+	BUF=$(VENV)/bin/buf tools/buf_breaking.sh
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 ## validate-envoy: render the gateway config and validate it with the real Envoy binary
 validate-envoy: setup

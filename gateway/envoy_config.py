@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 from google.api import annotations_pb2
@@ -313,7 +314,7 @@ def _collector_cluster(endpoint: str) -> dict:
 
 
 def _static_cluster(name: str, host: str, port: int, http2: bool) -> dict:
-    cluster = {
+    cluster: dict[str, Any] = {
         "name": name,
         "type": "STATIC" if host.replace(".", "").isdigit() else "STRICT_DNS",
         "connect_timeout": "1s",

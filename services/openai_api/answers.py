@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,7 +114,7 @@ class AnswerEngine:
             raise errors.from_rpc_error(exc) from None
         return GroundedAnswer.of(reply.answer)
 
-    async def stream(self, question: Question) -> AsyncIterator[Delta | Done]:
+    async def stream(self, question: Question) -> AsyncGenerator[Delta | Done, None]:
         """Answer deltas as the engine produces them, then ``Done``; the agent graph answers in one delta."""
         if question.agent:
             answer = await self.answer(question)

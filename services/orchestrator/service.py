@@ -8,6 +8,7 @@ server and stops with it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 
@@ -96,7 +97,7 @@ def binding(
     operations = Operations(mesh, ChatResponder(llm, conversations, insights, tokens, summarize), insights, costs,
                             health)
     for name in operations.names():
-        dlq.register(name, lambda payload, op=name: operations.run(op, payload))
+        dlq.register(name, functools.partial(operations.run, name))
 
     classifier = IntentClassifier(
         encoder_factory or get_embedder, min_confidence=config.intent_min_confidence, llm=llm_classifier(llm)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import replace
 from functools import lru_cache
@@ -158,7 +158,7 @@ class Router:
             return result
         raise to_domain_error(task, errors)
 
-    async def stream(self, task: str, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, task: str, request: GenerationRequest) -> AsyncGenerator[StreamEvent, None]:
         deadline = self._deadline(request)
         errors: list[ProviderError] = []
         for provider in self._candidates(task):

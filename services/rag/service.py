@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
+import grpc
+
 from docuthinker.rag.v1 import rag_service_pb2, rag_service_pb2_grpc
 from services.rag.analysis.setup import build_analysis
 from services.rag.answers.setup import build_answering, graph_related
@@ -24,6 +26,7 @@ from services.rag.speech_setup import build_speech, warm_up
 from services.rag.spoken import SpokenQuestions
 from services.runtime import MeshSettings, ServiceBinding
 from services.speech import SpeechSettings
+from services.speech.transcriber import WhisperTranscriber
 
 FULL_NAME = rag_service_pb2.DESCRIPTOR.services_by_name["RagService"].full_name
 
@@ -49,10 +52,10 @@ class RagService:
         self._graph_feed = graph_feed
         self.graph_settings = graph_settings or GraphSyncSettings()
         self.speech = speech or SpeechSettings()
-        self.transcriber = None
+        self.transcriber: WhisperTranscriber | None = None
         self.speech_task: asyncio.Task | None = None
         self.graph: GraphLink | None = None
-        self.servicer = RagServicer(settings.max_upload_bytes)
+        self.servicer: RagServicer | None = None
         self.runtime: RagRuntime | None = None
         self.resume_task: asyncio.Task | None = None
 
@@ -72,14 +75,14 @@ class RagService:
             RagRuntime.open, self.settings.data_dir, self.rag, self.settings.max_upload_bytes, model, graph_sync,
             audio,
         )
-        self.servicer.attach(self.runtime.pipeline, self.runtime.catalog)
         answers, agents = build_answering(
             self.runtime.index, self.runtime.metadata, model, related_documents=graph_related(self.settings))
-        self.servicer.attach_answers(answers, agents)
-        self.servicer.attach_spoken(SpokenQuestions(answers, self.transcriber, self.speech.max_question_seconds))
+        spoken = SpokenQuestions(answers, self.transcriber, self.speech.max_question_seconds)
         self.speech_task = asyncio.get_running_loop().create_task(warm_up(self.transcriber))
-        self.servicer.attach_analysis(
-            *build_analysis(self.runtime.pipeline, self.runtime.catalog, answers, self.settings))
+        inputs, crew, analysis = build_analysis(self.runtime.pipeline, self.runtime.catalog, answers, self.settings)
+        self.servicer = RagServicer(
+            self.settings.max_upload_bytes, pipeline=self.runtime.pipeline, catalog=self.runtime.catalog,
+            answers=answers, agents=agents, spoken=spoken, inputs=inputs, crew=crew, analysis=analysis)
         self.resume_task = asyncio.get_running_loop().create_task(
             self.runtime.pipeline.resume_unfinished(enabled=self.rag.resume_on_startup)
         )
@@ -90,7 +93,8 @@ class RagService:
         if self.resume_task is not None:
             self.resume_task.cancel()
             await asyncio.gather(self.resume_task, return_exceptions=True)
-        await self.servicer.close_analysis()
+        if self.servicer is not None:
+            await self.servicer.analysis.close()
         if self.speech_task is not None:
             await asyncio.gather(self.speech_task, return_exceptions=True)
         if self.graph is not None:
@@ -105,11 +109,15 @@ class RagService:
             self.transcriber.close()
             self.transcriber = None
 
+    def _register(self, server: grpc.aio.Server) -> None:
+        assert self.servicer is not None, "registered after on_start (runtime.server.create_server)"
+        rag_service_pb2_grpc.add_RagServiceServicer_to_server(self.servicer, server)
+
     def binding(self) -> ServiceBinding:
         return ServiceBinding(
             name="rag",
             full_names=[FULL_NAME],
-            register=lambda server: rag_service_pb2_grpc.add_RagServiceServicer_to_server(self.servicer, server),
+            register=self._register,
             on_start=self.start,
             on_stop=self.stop,
         )

@@ -31,7 +31,7 @@ _RETRY_SERVICE_CONFIG = {
 
 
 def open_channel(target: str, settings: MeshSettings, *, retries: bool = True) -> grpc.aio.Channel:
-    options = [
+    options: list[tuple[str, int | str]] = [
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
         ("grpc.enable_retries", 1 if retries else 0),

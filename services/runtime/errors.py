@@ -8,6 +8,7 @@ which Envoy's transcoder renders as the JSON body of the HTTP error.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 from dataclasses import dataclass, field
 
 import grpc
@@ -60,54 +61,84 @@ def _pack(message) -> any_pb2.Any:
     return packed
 
 
-def _kind(code: grpc.StatusCode, default_reason: str):
-    class _Error(DomainError):
-        def __init__(
-            self,
-            message: str,
-            reason: str = default_reason,
-            metadata: Mapping[str, str] | None = None,
-            violations: Sequence[FieldViolation] = (),
-        ) -> None:
-            super().__init__(message, reason, dict(metadata or {}), tuple(violations), code)
+class _Kind(DomainError):
+    """A domain error of one status code; subclasses name the code and the default reason."""
 
-    return _Error
+    _status: ClassVar[grpc.StatusCode] = grpc.StatusCode.UNKNOWN
+    _default_reason: ClassVar[str] = "UNKNOWN"
+
+    def __init__(
+        self,
+        message: str,
+        reason: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        violations: Sequence[FieldViolation] = (),
+    ) -> None:
+        super().__init__(message, self._default_reason if reason is None else reason, dict(metadata or {}),
+                         tuple(violations), self._status)
 
 
-class InvalidArgument(_kind(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT")):
+class InvalidArgument(_Kind):
     """The request is malformed; usually carries field violations."""
 
+    _status = grpc.StatusCode.INVALID_ARGUMENT
+    _default_reason = "INVALID_ARGUMENT"
 
-class NotFound(_kind(grpc.StatusCode.NOT_FOUND, "NOT_FOUND")):
+
+class NotFound(_Kind):
     """The named resource does not exist for this tenant."""
 
+    _status = grpc.StatusCode.NOT_FOUND
+    _default_reason = "NOT_FOUND"
 
-class AlreadyExists(_kind(grpc.StatusCode.ALREADY_EXISTS, "ALREADY_EXISTS")):
+
+class AlreadyExists(_Kind):
     """The resource already exists."""
 
+    _status = grpc.StatusCode.ALREADY_EXISTS
+    _default_reason = "ALREADY_EXISTS"
 
-class FailedPrecondition(_kind(grpc.StatusCode.FAILED_PRECONDITION, "FAILED_PRECONDITION")):
+
+class FailedPrecondition(_Kind):
     """The system is not in a state to serve this request (e.g. no provider configured)."""
 
+    _status = grpc.StatusCode.FAILED_PRECONDITION
+    _default_reason = "FAILED_PRECONDITION"
 
-class ResourceExhausted(_kind(grpc.StatusCode.RESOURCE_EXHAUSTED, "RESOURCE_EXHAUSTED")):
+
+class ResourceExhausted(_Kind):
     """A size, quota or budget limit was exceeded."""
 
+    _status = grpc.StatusCode.RESOURCE_EXHAUSTED
+    _default_reason = "RESOURCE_EXHAUSTED"
 
-class Unavailable(_kind(grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")):
+
+class Unavailable(_Kind):
     """A dependency is down; retrying later may succeed."""
 
+    _status = grpc.StatusCode.UNAVAILABLE
+    _default_reason = "UNAVAILABLE"
 
-class DeadlineExceeded(_kind(grpc.StatusCode.DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED")):
+
+class DeadlineExceeded(_Kind):
     """The operation ran out of time."""
 
+    _status = grpc.StatusCode.DEADLINE_EXCEEDED
+    _default_reason = "DEADLINE_EXCEEDED"
 
-class Unimplemented(_kind(grpc.StatusCode.UNIMPLEMENTED, "UNIMPLEMENTED")):
+
+class Unimplemented(_Kind):
     """The operation is not available in this build."""
 
+    _status = grpc.StatusCode.UNIMPLEMENTED
+    _default_reason = "UNIMPLEMENTED"
 
-class Internal(_kind(grpc.StatusCode.INTERNAL, "INTERNAL")):
+
+class Internal(_Kind):
     """A bug: logged with its traceback, reported without it."""
+
+    _status = grpc.StatusCode.INTERNAL
+    _default_reason = "INTERNAL"
 
 
 def require(condition: bool, field_name: str, description: str) -> None:
