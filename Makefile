@@ -52,8 +52,9 @@ run: setup
 test: setup
 	$(PY) -m pytest -q -ra
 
+## test-unit: the fast inner loop: no real processes, no real models (a test that loads one unmarked fails)
 test-unit: setup
-	$(PY) -m pytest -q -ra -m "not e2e"
+	DOCUTHINKER_TEST_NO_MODELS=1 $(PY) -m pytest -q -ra -m "not e2e and not models"
 
 test-e2e: setup
 	$(PY) -m pytest -q -ra -m e2e

@@ -132,10 +132,12 @@ class Router:
             timeout = min(timeout, remaining)
         return replace(request, timeout_s=timeout)
 
-    async def generate(self, task: str, request: GenerationRequest) -> GenerationResult:
+    async def generate(self, task: str, request: GenerationRequest, *, pinned: str | None = None) -> GenerationResult:
+        """Through the failover order, or on ``pinned`` alone (the caller checked it may serve ``task``
+        and its circuit): either way with the deadline, JSON validation and call accounting."""
         deadline = self._deadline(request)
         errors: list[ProviderError] = []
-        for provider in self._candidates(task):
+        for provider in [self._providers[pinned]] if pinned else self._candidates(task):
             attempt = self._attempt_request(request, deadline, task)
             started = time.monotonic()
             result: GenerationResult | None = None

@@ -17,6 +17,8 @@ from services.rag.answers.setup import build_answering
 from services.rag.service import RagService
 from services.runtime import MeshSettings, create_server
 
+pytestmark = pytest.mark.models  # the real embedder / local model
+
 TOPICS = ["insulin resistance in muscle", "tumour suppressor genes", "antibody response to vaccines",
           "mitochondrial DNA mutations", "neuron firing in the hippocampus", "kinase inhibitors in leukaemia"]
 QUESTIONS = ["Does insulin resistance start in muscle?", "Which genes suppress tumours?",

@@ -115,9 +115,25 @@ def _as_tenant(tenant: str) -> Iterator[None]:
         request_context.unbind(token)
 
 
+class ServicerView:
+    """``KnowledgeGraph`` called the way the servicer calls it: the tenant comes from the request
+    context ``as_tenant`` binds (the interceptor's part), every other argument as given."""
+
+    _TENANTED = frozenset({"upsert_batcher", "delete_document", "related", "entity", "stats", "query"})
+
+    def __init__(self, graph: KnowledgeGraph) -> None:
+        self.domain = graph
+
+    def __getattr__(self, name: str):
+        method = getattr(self.domain, name)
+        if name not in self._TENANTED:
+            return method
+        return lambda *args, **kwargs: method(request_context.current_tenant(), *args, **kwargs)
+
+
 @pytest.fixture
-def graph(store) -> KnowledgeGraph:
-    return KnowledgeGraph(store, GraphSettings(upsert_batch_facts=50, query_timeout_s=5.0))
+def graph(store) -> ServicerView:
+    return ServicerView(KnowledgeGraph(store, GraphSettings(upsert_batch_facts=50, query_timeout_s=5.0)))
 
 
 @pytest.fixture
