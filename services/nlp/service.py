@@ -10,6 +10,8 @@ from services.nlp.operations import NlpOperations
 from services.nlp.servicer import NlpServicer
 from services.nlp.settings import NlpSettings
 from services.nlp.sources import RagDocumentTexts
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
 from services.runtime import MeshSettings, ServiceBinding
 
 FULL_NAME = nlp_service_pb2.DESCRIPTOR.services_by_name["NlpService"].full_name
@@ -17,7 +19,7 @@ log = logging.getLogger("docuthinker.nlp")
 
 
 def binding(settings: MeshSettings, nlp: NlpSettings | None = None, *, warm_up: bool = True) -> ServiceBinding:
-    ops = NlpOperations.from_settings(nlp or NlpSettings())
+    ops = NlpOperations.from_settings(nlp or NlpSettings(), Router.from_settings(ProviderSettings()))
     documents = RagDocumentTexts(settings)
     servicer = NlpServicer(ops, documents)
     background: set[asyncio.Task] = set()

@@ -27,7 +27,6 @@ from services.orchestrator.insights import InsightStore
 from services.orchestrator.llm import track_attempts
 from services.providers.base import Usage
 from services.runtime.errors import FailedPrecondition, FieldViolation, InvalidArgument
-from services.runtime.request_context import current_tenant
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,8 @@ class Outcome:
     attempts: int = 1
 
 
-Operation = Callable[[Mapping[str, Any]], Awaitable[Outcome]]
+Operation = Callable[[Mapping[str, Any], str], Awaitable[Outcome]]
+"""An operation: its parameters and the caller's tenant."""
 
 
 def to_dict(message: Any) -> dict[str, Any]:
@@ -116,35 +116,35 @@ class Operations:
         except KeyError:
             raise InvalidArgument(f"unknown operation {name!r}", reason="UNKNOWN_OPERATION") from None
 
-    async def run(self, name: str, params: Mapping[str, Any]) -> Outcome:
-        return await self.get(name)(params)
+    async def run(self, name: str, params: Mapping[str, Any], tenant: str) -> Outcome:
+        return await self.get(name)(params, tenant)
 
-    async def apply_to_document(self, params: Mapping[str, Any]) -> Outcome:
+    async def apply_to_document(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         """``params["operation"]`` on inline text, or on a stored document's text (extracted first)."""
         operation = _required(params, "operation", "the operation to apply")
         if operation == "document.apply":
             raise InvalidArgument("document.apply cannot apply itself", reason="UNKNOWN_OPERATION")
         inner = {k: v for k, v in params.items() if k != "operation"}
         if not inner.get("text") and inner.get("document_id"):
-            extracted = await self.extract(inner)
+            extracted = await self.extract(inner, tenant)
             inner["text"] = extracted.data["text"]
-            outcome = await self.run(operation, inner)
+            outcome = await self.run(operation, inner, tenant)
             return Outcome(outcome.data, outcome.provider, outcome.attempts + 1)
-        return await self.run(operation, inner)
+        return await self.run(operation, inner, tenant)
 
     # -- NLP -------------------------------------------------------------------------------
     def _nlp(self, method: str, request_type: type, **fixed: Any) -> Operation:
-        async def run(params: Mapping[str, Any]) -> Outcome:
+        async def run(params: Mapping[str, Any], tenant: str) -> Outcome:
             return self._nlp_outcome(await self._mesh.call("nlp", method, request_type(**_source(params), **fixed)))
 
         return run
 
-    async def rewrite(self, params: Mapping[str, Any]) -> Outcome:
+    async def rewrite(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         style = str(params.get("style") or "clear and concise")
         reply = await self._mesh.call("nlp", "RewriteText", nlp_pb.RewriteTextRequest(**_source(params), style=style))
         return self._nlp_outcome(reply)
 
-    async def translate(self, params: Mapping[str, Any]) -> Outcome:
+    async def translate(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         language = _required(params, "language", "target language, e.g. 'fr' or 'French'")
         reply = await self._mesh.call(
             "nlp", "TranslateText", nlp_pb.TranslateTextRequest(**_source(params), target_language=language)
@@ -168,7 +168,7 @@ class Operations:
             )
 
     # -- RAG -------------------------------------------------------------------------------
-    async def ingest(self, params: Mapping[str, Any]) -> Outcome:
+    async def ingest(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         text = _required(params, "text", "the document text to store")
         filename = str(params.get("filename") or "document.txt")
         reply = await self._mesh.call(
@@ -191,7 +191,7 @@ class Operations:
             "rag",
         )
 
-    async def extract(self, params: Mapping[str, Any]) -> Outcome:
+    async def extract(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         document_id = _required(params, "document_id", "id of a stored document")
         reply = await self._mesh.call("rag", "GetDocumentText", rag_pb.GetDocumentTextRequest(document_id=document_id))
         text = "\n\n".join(section.text for section in reply.sections if section.text)
@@ -206,7 +206,7 @@ class Operations:
             "rag",
         )
 
-    async def rag_query(self, params: Mapping[str, Any]) -> Outcome:
+    async def rag_query(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         question = _required(params, "question", "the question to answer from the stored documents")
         reply = await self._mesh.call(
             "rag",
@@ -221,7 +221,7 @@ class Operations:
         self._charge(answer.engine.provider, answer.engine.model, answer.usage)
         return Outcome(to_dict(answer), "rag")
 
-    async def rag_spoken_query(self, params: Mapping[str, Any]) -> Outcome:
+    async def rag_spoken_query(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         audio = params.get("audio") or b""
         if not audio:
             _required(params, "audio", "the recording of the spoken question")
@@ -240,7 +240,7 @@ class Operations:
         return Outcome({**data.get("answer", {}), "transcript": reply.transcript, "language": reply.language,
                         "audio_seconds": reply.audio_seconds, "speech_model": reply.speech_model}, "rag")
 
-    async def rag_search(self, params: Mapping[str, Any]) -> Outcome:
+    async def rag_search(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         query = _required(params, "query", "what to search for")
         fusion = rag_pb.FUSION_METHOD_DENSE_ONLY if params.get("dense_only") else rag_pb.FUSION_METHOD_UNSPECIFIED
         reply = await self._mesh.call(
@@ -256,7 +256,7 @@ class Operations:
         return Outcome(to_dict(reply), "rag")
 
     # -- graph -----------------------------------------------------------------------------
-    async def graph_query(self, params: Mapping[str, Any]) -> Outcome:
+    async def graph_query(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         query = _required(params, "query", "Cypher, or a question about topics and entities")
         plan = graph_queries.plan(query, dict(params.get("params") or {}))
         rows: list[dict[str, Any]] = []
@@ -276,16 +276,16 @@ class Operations:
             data["phrase"] = plan.phrase
         return Outcome(data, "graph")
 
-    async def graph_stats(self, params: Mapping[str, Any]) -> Outcome:
+    async def graph_stats(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         reply = await self._mesh.call("graph", "GetGraphStats", graph_pb.GetGraphStatsRequest())
         return Outcome(to_dict(reply), "graph")
 
     # -- orchestrator's own ------------------------------------------------------------------
-    async def chat(self, params: Mapping[str, Any]) -> Outcome:
+    async def chat(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         message = _required(params, "message", "what to ask or say")
         with track_attempts() as attempts:
             reply = await self._chat.reply(
-                tenant=current_tenant(),
+                tenant=tenant,
                 message=message,
                 user_id=str(params.get("user_id") or ""),
                 document_id=str(params.get("document_id") or ""),
@@ -303,18 +303,18 @@ class Operations:
         }
         return Outcome(data, reply.provider, max(1, len(attempts.records)))
 
-    async def store_insights(self, params: Mapping[str, Any]) -> Outcome:
+    async def store_insights(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         document_id = _required(params, "document_id", "id of the stored document")
         summary = str(params.get("summary") or "")
         ideas = [str(i) for i in params.get("ideas") or ()]
-        insight = self._insights.save(current_tenant(), document_id, summary, ideas)
+        insight = self._insights.save(tenant, document_id, summary, ideas)
         return Outcome(
             {"document_id": document_id, "stored": True, "summary_chars": len(summary),
              "key_ideas": len(insight.key_ideas)},
             "orchestrator",
         )
 
-    async def system_health(self, params: Mapping[str, Any]) -> Outcome:
+    async def system_health(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         services = await self._health.check_all()
         overall = "SERVING" if all(s.status == "SERVING" for s in services) else "DEGRADED"
         return Outcome(
@@ -324,7 +324,7 @@ class Operations:
             "orchestrator",
         )
 
-    async def system_costs(self, params: Mapping[str, Any]) -> Outcome:
+    async def system_costs(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         report = self._costs.report(str(params.get("period") or "today"))
         return Outcome(
             {
@@ -349,7 +349,7 @@ class Operations:
             "orchestrator",
         )
 
-    async def unsupported(self, params: Mapping[str, Any]) -> Outcome:
+    async def unsupported(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         raise FailedPrecondition(str(params.get("why") or "this intent is not served by the mesh"),
                                  reason="INTENT_NOT_SERVED", metadata={"intent": str(params.get("intent") or "")})
 

@@ -28,7 +28,7 @@ from crewai.llms.base_llm import BaseLLM, llm_call_context
 from pydantic import BaseModel, PrivateAttr
 
 from services.providers.base import GenerationRequest, GenerationResult, Message, TextBlock
-from services.providers.router import Router, get_router
+from services.providers.router import Router
 from services.runtime import request_context
 from services.runtime.errors import DomainError
 
@@ -59,13 +59,13 @@ class RouterLLM(BaseLLM):
         self,
         *,
         task: str = "crew",
-        router: Router | None = None,
+        router: Router,
         loop: asyncio.AbstractEventLoop | None = None,
         **data: Any,
     ) -> None:
         data.setdefault("model", f"docuthinker/{task}")
         super().__init__(router_task=task, **data)  # type: ignore[call-arg]  # a pydantic extra field
-        self._router = router or get_router()
+        self._router = router
         if loop is None:
             try:
                 loop = asyncio.get_running_loop()

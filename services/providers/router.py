@@ -19,7 +19,6 @@ import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import replace
-from functools import lru_cache
 from typing import Any
 
 from services.providers.base import (
@@ -35,7 +34,7 @@ from services.providers.errors import NoProviderAvailable, to_domain_error
 from services.providers.json_output import validated
 from services.providers.pricing import load_price_table
 from services.providers.registry import FREE_FORM_TASKS, build_providers, enabling_variables, serves
-from services.providers.settings import ProviderSettings, provider_settings
+from services.providers.settings import ProviderSettings
 from services.runtime import domain_metrics, request_context, tracing
 from services.runtime.errors import DeadlineExceeded, Unavailable
 
@@ -235,9 +234,3 @@ def _observe(record: CallRecord) -> None:
 
 def _tenant() -> str:
     return request_context.current_tenant()
-
-
-@lru_cache(maxsize=1)
-def get_router() -> Router:
-    """The process-wide router, configured from the environment on first use."""
-    return Router.from_settings(provider_settings())

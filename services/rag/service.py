@@ -12,7 +12,11 @@ import asyncio
 import grpc
 
 from docuthinker.rag.v1 import rag_service_pb2, rag_service_pb2_grpc
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
+from services.rag.analysis.settings import AnalysisSettings
 from services.rag.analysis.setup import build_analysis
+from services.rag.answers.settings import AnswerSettings
 from services.rag.answers.setup import build_answering, graph_related
 from services.rag.graph_sync.feed import GraphFeed, mesh_feed
 from services.rag.graph_sync.link import GraphLink
@@ -20,6 +24,7 @@ from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.graph_sync.port import GraphSync
 from services.rag.ingest.embedding import TextEmbedder
 from services.rag.runtime import RagRuntime, metadata_path
+from services.rag.crew import CrewSettings
 from services.rag.servicer import RagServicer
 from services.rag.settings import RagSettings
 from services.rag.speech_setup import build_speech, warm_up
@@ -43,8 +48,12 @@ class RagService:
         graph_feed: GraphFeed | None = None,
         graph_settings: GraphSyncSettings | None = None,
         speech: SpeechSettings | None = None,
+        router: Router | None = None,
     ) -> None:
-        """Without ``graph_feed`` (or with an explicit ``graph_sync``) no outbox or worker runs."""
+        """Without ``graph_feed`` (or with an explicit ``graph_sync``) no outbox or worker runs.
+
+        The one place the service's settings are read from the environment (what is not passed in);
+        everything below gets them as arguments."""
         self.settings = settings
         self.rag = rag or RagSettings()
         self._embedder = embedder
@@ -52,6 +61,11 @@ class RagService:
         self._graph_feed = graph_feed
         self.graph_settings = graph_settings or GraphSyncSettings()
         self.speech = speech or SpeechSettings()
+        self.answer_settings = AnswerSettings()
+        self.crew_settings = CrewSettings()
+        self.analysis_settings = AnalysisSettings()
+        self.providers = ProviderSettings()
+        self.router = router or Router.from_settings(self.providers)
         self.transcriber: WhisperTranscriber | None = None
         self.speech_task: asyncio.Task | None = None
         self.graph: GraphLink | None = None
@@ -75,11 +89,13 @@ class RagService:
             RagRuntime.open, self.settings.data_dir, self.rag, self.settings.max_upload_bytes, model, graph_sync,
             audio,
         )
-        answers, agents = build_answering(
-            self.runtime.index, self.runtime.metadata, model, related_documents=graph_related(self.settings))
+        answers, agents = build_answering(self.runtime.index, self.runtime.metadata, model, self.answer_settings,
+                                          self.router, related_documents=graph_related(self.settings))
         spoken = SpokenQuestions(answers, self.transcriber, self.speech.max_question_seconds)
         self.speech_task = asyncio.get_running_loop().create_task(warm_up(self.transcriber))
-        inputs, crew, analysis = build_analysis(self.runtime.pipeline, self.runtime.catalog, answers, self.settings)
+        inputs, crew, analysis = build_analysis(self.runtime.pipeline, self.runtime.catalog, answers, self.settings,
+                                                self.router, self.providers, self.crew_settings,
+                                                self.analysis_settings)
         self.servicer = RagServicer(
             self.settings.max_upload_bytes, pipeline=self.runtime.pipeline, catalog=self.runtime.catalog,
             answers=answers, agents=agents, spoken=spoken, inputs=inputs, crew=crew, analysis=analysis)

@@ -1,7 +1,7 @@
 """Shared runtime of every DocuThinker service: config, server bootstrap, channels, errors."""
 
 from services.runtime.channels import open_channel, service_channel
-from services.runtime.config import SERVICE_NAMES, MeshSettings, mesh_settings
+from services.runtime.config import SERVICE_NAMES, MeshSettings
 from services.runtime.request_context import current_tenant
 from services.runtime.server import RunningServer, ServiceBinding, create_server, serve
 
@@ -12,7 +12,6 @@ __all__ = [
     "ServiceBinding",
     "create_server",
     "current_tenant",
-    "mesh_settings",
     "open_channel",
     "serve",
     "service_channel",

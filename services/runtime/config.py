@@ -7,7 +7,6 @@ live next to their service (e.g. ``services.rag.settings``) and use the same pre
 from __future__ import annotations
 
 import pathlib
-from functools import lru_cache
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -79,8 +78,3 @@ class MeshSettings(BaseSettings):
 
     def address_of(self, service: str) -> str:
         return f"{self.host}:{self.port_of(service)}"
-
-
-@lru_cache(maxsize=1)
-def mesh_settings() -> MeshSettings:
-    return MeshSettings()

@@ -25,6 +25,7 @@ from services.graph.knowledge_graph import KnowledgeGraph
 from services.graph.settings import GraphSettings, Neo4jSettings
 from services.graph.store import GraphStore
 from services.runtime import request_context
+from servicer_view import ServicerView
 
 BACKENDS = ["ladybug", "arcadedb", "arcadedb-shared"] + (["neo4j"] if os.environ.get("NEO4J_TEST_URI") else [])
 
@@ -113,22 +114,6 @@ def _as_tenant(tenant: str) -> Iterator[None]:
         yield
     finally:
         request_context.unbind(token)
-
-
-class ServicerView:
-    """``KnowledgeGraph`` called the way the servicer calls it: the tenant comes from the request
-    context ``as_tenant`` binds (the interceptor's part), every other argument as given."""
-
-    _TENANTED = frozenset({"upsert_batcher", "delete_document", "related", "entity", "stats", "query"})
-
-    def __init__(self, graph: KnowledgeGraph) -> None:
-        self.domain = graph
-
-    def __getattr__(self, name: str):
-        method = getattr(self.domain, name)
-        if name not in self._TENANTED:
-            return method
-        return lambda *args, **kwargs: method(request_context.current_tenant(), *args, **kwargs)
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
 from services.rag.analysis.answers import RagAnswers
 from services.rag.analysis.nlp import NlpClient, NlpPort
 from services.rag.analysis.pipeline import AnalysisPipeline
@@ -31,12 +33,15 @@ def build_analysis(
     catalog: DocumentCatalog,
     answers: AnswerService,
     mesh: MeshSettings,
+    router: Router,
+    providers: ProviderSettings,
+    crew_settings: CrewSettings,
+    settings: AnalysisSettings,
     nlp: NlpPort | None = None,
-    crew_settings: CrewSettings | None = None,
-    settings: AnalysisSettings | None = None,
 ) -> tuple[DocumentInputs, CrewRunner, AnalysisPipeline]:
     nlp = nlp or NlpClient(mesh)
     inputs = DocumentInputs(pipeline, catalog)
-    crew = CrewRunner(_Retrieval(answers), nlp, inputs.text, crew_settings or CrewSettings())
-    analysis = AnalysisPipeline(inputs, catalog, nlp, RagAnswers(answers), crew, settings or AnalysisSettings())
+    crew = CrewRunner(_Retrieval(answers), nlp, inputs.text, crew_settings,
+                      router=lambda: router, providers=lambda: providers)
+    analysis = AnalysisPipeline(inputs, catalog, nlp, RagAnswers(answers), crew, settings)
     return inputs, crew, analysis
