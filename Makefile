@@ -48,8 +48,8 @@ validate-envoy: setup
 run: setup
 	$(PY) -m services.launcher
 
-## test: every test, end-to-end ones included (starts real processes and Envoy)
-test: setup
+## test: make lint, then every test, end-to-end ones included (starts real processes and Envoy); .ci/run calls this
+test: setup lint
 	$(PY) -m pytest -q -ra
 
 ## test-unit: the fast inner loop: no real processes, no real models (a test that loads one unmarked fails)

@@ -125,7 +125,7 @@ async def health(request: web.Request) -> web.Response:
     return _json({"status": "SERVING"})
 
 
-def create_app(engine: AnswerEngine, default_tenant: str = "default") -> web.Application:
+def create_app(engine: AnswerEngine, default_tenant: str) -> web.Application:
     app = web.Application(middlewares=[openai_errors], client_max_size=4 * 1024 * 1024)
     app[ENGINE] = engine
     app[DEFAULT_TENANT] = default_tenant

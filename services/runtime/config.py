@@ -14,6 +14,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 SERVICE_NAMES = ("orchestrator", "rag", "nlp", "graph")
 
 
+DEFAULT_TENANT = "default"
+"""``MeshSettings.default_tenant`` unless configured; also the tenant of work outside any request."""
+
+
 class MeshSettings(BaseSettings):
     """Addresses, data location and runtime behaviour shared by every process."""
 
@@ -44,7 +48,7 @@ class MeshSettings(BaseSettings):
     """Where ``make run`` writes one log per process."""
     log_level: str = "INFO"
     """Log level of every process (JSON lines on stderr)."""
-    default_tenant: str = "default"
+    default_tenant: str = DEFAULT_TENANT
     """Tenant used when a request carries no ``x-tenant-id`` metadata."""
     shutdown_grace_s: float = Field(default=5.0, ge=0)
     """How long in-flight RPCs may run after SIGTERM before they are cancelled."""
