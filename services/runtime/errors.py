@@ -67,6 +67,11 @@ class _Kind(DomainError):
     _status: ClassVar[grpc.StatusCode] = grpc.StatusCode.UNKNOWN
     _default_reason: ClassVar[str] = "UNKNOWN"
 
+    def __init_subclass__(cls, status: grpc.StatusCode | None = None, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if status is not None:
+            cls._status, cls._default_reason = status, status.name
+
     def __init__(
         self,
         message: str,
@@ -78,67 +83,40 @@ class _Kind(DomainError):
                          tuple(violations), self._status)
 
 
-class InvalidArgument(_Kind):
+class InvalidArgument(_Kind, status=grpc.StatusCode.INVALID_ARGUMENT):
     """The request is malformed; usually carries field violations."""
 
-    _status = grpc.StatusCode.INVALID_ARGUMENT
-    _default_reason = "INVALID_ARGUMENT"
 
-
-class NotFound(_Kind):
+class NotFound(_Kind, status=grpc.StatusCode.NOT_FOUND):
     """The named resource does not exist for this tenant."""
 
-    _status = grpc.StatusCode.NOT_FOUND
-    _default_reason = "NOT_FOUND"
 
-
-class AlreadyExists(_Kind):
+class AlreadyExists(_Kind, status=grpc.StatusCode.ALREADY_EXISTS):
     """The resource already exists."""
 
-    _status = grpc.StatusCode.ALREADY_EXISTS
-    _default_reason = "ALREADY_EXISTS"
 
-
-class FailedPrecondition(_Kind):
+class FailedPrecondition(_Kind, status=grpc.StatusCode.FAILED_PRECONDITION):
     """The system is not in a state to serve this request (e.g. no provider configured)."""
 
-    _status = grpc.StatusCode.FAILED_PRECONDITION
-    _default_reason = "FAILED_PRECONDITION"
 
-
-class ResourceExhausted(_Kind):
+class ResourceExhausted(_Kind, status=grpc.StatusCode.RESOURCE_EXHAUSTED):
     """A size, quota or budget limit was exceeded."""
 
-    _status = grpc.StatusCode.RESOURCE_EXHAUSTED
-    _default_reason = "RESOURCE_EXHAUSTED"
 
-
-class Unavailable(_Kind):
+class Unavailable(_Kind, status=grpc.StatusCode.UNAVAILABLE):
     """A dependency is down; retrying later may succeed."""
 
-    _status = grpc.StatusCode.UNAVAILABLE
-    _default_reason = "UNAVAILABLE"
 
-
-class DeadlineExceeded(_Kind):
+class DeadlineExceeded(_Kind, status=grpc.StatusCode.DEADLINE_EXCEEDED):
     """The operation ran out of time."""
 
-    _status = grpc.StatusCode.DEADLINE_EXCEEDED
-    _default_reason = "DEADLINE_EXCEEDED"
 
-
-class Unimplemented(_Kind):
+class Unimplemented(_Kind, status=grpc.StatusCode.UNIMPLEMENTED):
     """The operation is not available in this build."""
 
-    _status = grpc.StatusCode.UNIMPLEMENTED
-    _default_reason = "UNIMPLEMENTED"
 
-
-class Internal(_Kind):
+class Internal(_Kind, status=grpc.StatusCode.INTERNAL):
     """A bug: logged with its traceback, reported without it."""
-
-    _status = grpc.StatusCode.INTERNAL
-    _default_reason = "INTERNAL"
 
 
 def require(condition: bool, field_name: str, description: str) -> None:
