@@ -32,9 +32,12 @@ $(VENV)/.installed: pyproject.toml requirements.lock requirements-models.txt
 proto: setup
 	$(PY) tools/protogen.py
 
-## lint: buf lint (STANDARD) on the contracts
+## lint: buf lint (STANDARD) and buf breaking (against the merge-base with main) on the contracts, ruff, mypy on the hand-written packages
 lint: setup
 	$(VENV)/bin/buf lint
+	BUF=$(VENV)/bin/buf tools/buf_breaking.sh
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 ## validate-envoy: render the gateway config and validate it with the real Envoy binary
 validate-envoy: setup
@@ -45,12 +48,13 @@ validate-envoy: setup
 run: setup
 	$(PY) -m services.launcher
 
-## test: every test, end-to-end ones included (starts real processes and Envoy)
-test: setup
+## test: make lint, then every test, end-to-end ones included (starts real processes and Envoy); .ci/run calls this
+test: setup lint
 	$(PY) -m pytest -q -ra
 
+## test-unit: the fast inner loop: no real processes, no real models (a test that loads one unmarked fails)
 test-unit: setup
-	$(PY) -m pytest -q -ra -m "not e2e"
+	DOCUTHINKER_TEST_NO_MODELS=1 $(PY) -m pytest -q -ra -m "not e2e and not models"
 
 test-e2e: setup
 	$(PY) -m pytest -q -ra -m e2e

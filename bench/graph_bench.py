@@ -67,7 +67,7 @@ def percentile(samples: list[float], q: float) -> float:
 
 async def ingest(graph: KnowledgeGraph, docs: list[dict[str, Any]]) -> tuple[float, int]:
     started = time.perf_counter()
-    batcher = graph.upsert_batcher()
+    batcher = graph.upsert_batcher(TENANT)
     for doc in docs:
         await batcher.start_document(doc["id"], doc["title"], "txt")
         for name, weight in doc["topics"]:
@@ -82,18 +82,18 @@ async def run_backend(name: str, store: GraphStore, docs: list[dict[str, Any]], 
     graph = KnowledgeGraph(store, GraphSettings())
     token = request_context.bind(request_context.RequestContext(request_id="bench", tenant=TENANT))
     try:
-        await graph.stats()  # opens/provisions the tenant database outside the timings
+        await graph.stats(TENANT)  # opens/provisions the tenant database outside the timings
         upsert_s, batches = await ingest(graph, docs)
         reingest_s, _ = await ingest(graph, docs)
-        stats = await graph.stats()
+        stats = await graph.stats(TENANT)
         rng = random.Random(5)
         sample = [rng.choice(docs)["id"] for _ in range(queries)]
         for doc_id in sample[:10]:
-            await graph.related(doc_id, 10)  # warm-up
+            await graph.related(TENANT, doc_id, 10)  # warm-up
         latencies, sizes, answers = [], [], []
         for doc_id in sample:
             started = time.perf_counter()
-            related = await graph.related(doc_id, 10)
+            related = await graph.related(TENANT, doc_id, 10)
             latencies.append((time.perf_counter() - started) * 1000)
             sizes.append(len(related))
             answers.append([(r.document_id, r.score, r.shared_topics, r.shared_entities) for r in related])

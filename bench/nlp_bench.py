@@ -28,9 +28,10 @@ import time
 from collections.abc import Awaitable, Callable
 from importlib import metadata
 
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
 from services.nlp import summarize
-from services.nlp.analyze import DEFAULT_OPERATIONS, plan, stream
-from services.nlp.generation import default_generator
+from services.nlp.analyze import DEFAULT_OPERATIONS, OperationOutcome, plan, stream
 from services.nlp.operations import NlpOperations
 from services.nlp.settings import NlpSettings
 
@@ -98,13 +99,13 @@ def operations(ops: NlpOperations) -> dict[str, Callable[[str], Awaitable[object
 
 async def _drain(jobs) -> None:
     async for event in stream(jobs):
-        if event.WhichOneof("event") == "result" and event.result.WhichOneof("result") == "error":
-            raise RuntimeError(event.result.error.message)
+        if isinstance(event, OperationOutcome) and event.error is not None:
+            raise RuntimeError(str(event.error))
 
 
 async def run(texts: dict[str, str], use_llm: bool, repeat: int) -> list[dict]:
     settings = NlpSettings()
-    ops = NlpOperations(settings, default_generator() if use_llm else NoLlm())
+    ops = NlpOperations(settings, Router.from_settings(ProviderSettings()) if use_llm else NoLlm())
     await asyncio.to_thread(ops.warm_up)
     chars = sum(len(t) for t in texts.values())
     results = []

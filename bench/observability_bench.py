@@ -34,7 +34,6 @@ import time
 
 import asyncio
 
-import grpc
 import httpx
 import psutil
 

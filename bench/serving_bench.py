@@ -173,6 +173,9 @@ def goals(measurements: dict) -> dict:
 async def run_async(plan: ServingPlan) -> dict:
     from services.launcher.mesh import Mesh
     from services.models.embedder import get_embedder
+    from services.providers.router import Router
+    from services.providers.settings import ProviderSettings
+    from services.rag.answers.settings import AnswerSettings
     from services.rag.answers.setup import build_answering
 
     started = time.perf_counter()
@@ -190,7 +193,8 @@ async def run_async(plan: ServingPlan) -> dict:
                 texts, vectors = synthetic_chunks(pool, size, seed=size, max_chars=900)
                 corpora[size] = await asyncio.to_thread(writer.write, tenant_of(size), texts, vectors)
                 print(f"[serving] corpus {size}: {corpora[size]}", flush=True)
-            answers, _ = build_answering(writer.index, writer.metadata, embedder)
+            answers, _ = build_answering(writer.index, writer.metadata, embedder, AnswerSettings(),
+                                         Router.from_settings(ProviderSettings()))
             mesh_started = time.perf_counter()
             # The rag process rebuilds FAISS from Chroma before SERVING (about 6 s at 100k chunks here).
             with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True,

@@ -104,7 +104,7 @@ def evaluate_questions(corpus: BenchCorpus, questions: Sequence[Question], encod
         # The answer path's evidence (AnswerService.evidence_for): a wider fused pool, reordered, cut to top_k.
         pool = retriever.retrieve(BenchCorpus.TENANT, q.text, pool_size(k))
         retrieved = evidence.rerank(q.text, pool)[:k]
-        holds = lambda hits: any(  # noqa: E731
+        holds = lambda hits, q=q: any(  # noqa: E731
             corpus.by_document_id[h.chunk.document_id].key == q.article
             and covers(h.chunk.provenance.char_start, h.chunk.provenance.char_end, q.answers) for h in hits[:5])
         ranked = engine.rank(q.text, retrieved)

@@ -89,7 +89,8 @@ def _bucket(rps: int, burst: int) -> dict:
 
 def rate_limit_filter(settings: EdgeSettings) -> dict | None:
     """Envoy's local rate limiter with one bucket per client address and one per tenant; None when both are off."""
-    descriptors, actions = [], []
+    descriptors: list[dict] = []
+    actions: list[dict] = []
     if settings.client_rps:
         descriptors.append({"entries": [{"key": "remote_address"}],
                             "token_bucket": _bucket(settings.client_rps, settings.client_burst)})

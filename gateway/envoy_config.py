@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 from docuthinker.api.v1 import visibility_pb2
@@ -284,7 +285,7 @@ def _collector_cluster(endpoint: str) -> dict:
 
 
 def _static_cluster(name: str, host: str, port: int, http2: bool) -> dict:
-    cluster = {
+    cluster: dict[str, Any] = {
         "name": name,
         "type": "STATIC" if host.replace(".", "").isdigit() else "STRICT_DNS",
         "connect_timeout": "1s",

@@ -28,7 +28,7 @@ F = descriptor_pb2.FieldDescriptorProto
 _INT32 = {F.TYPE_INT32: (-(2**31), 2**31 - 1), F.TYPE_SINT32: (-(2**31), 2**31 - 1), F.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
           F.TYPE_UINT32: (0, 2**32 - 1), F.TYPE_FIXED32: (0, 2**32 - 1)}
 _INT64 = {F.TYPE_INT64, F.TYPE_SINT64, F.TYPE_SFIXED64, F.TYPE_UINT64, F.TYPE_FIXED64}
-_WELL_KNOWN = {
+_WELL_KNOWN: dict[str, dict] = {
     ".google.protobuf.Struct": {"type": "object"},
     ".google.protobuf.Value": {},
     ".google.protobuf.ListValue": {"type": "array", "items": {}},

@@ -114,3 +114,36 @@ def shared_dir() -> pathlib.Path:
     if not SHARED.is_dir():
         pytest.fail(f"{SHARED} is missing: CI-only tests need ../shared beside the checkout")
     return SHARED
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # `make test-unit` sets this: a test that loads a real model without the `models` mark fails at
+    # once instead of quietly slowing the inner loop.
+    if os.environ.get("DOCUTHINKER_TEST_NO_MODELS") == "1":
+        _refuse_real_models()
+
+
+def _refuse_real_models() -> None:
+    from services.models import embedder
+    from services.nlp import spacy_pipeline
+    from services.providers import local_model
+    from services.speech import transcriber
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("this test loads a real model: mark it @pytest.mark.models (make test-unit runs without)")
+
+    embedder.Embedder.__init__ = refuse
+    spacy_pipeline._load = refuse
+    local_model.LocalModel.__init__ = refuse
+    transcriber.WhisperTranscriber._load = refuse
+
+
+# Fixtures that load a real model, by the directory whose conftest defines them.
+_MODEL_FIXTURES = {"nlp": {"pipeline", "nlp_server"}, "speech": {"tiny", "base"}, "rag_answers": {"rag"}}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = pathlib.Path(str(item.path)).parent.name
+        if _MODEL_FIXTURES.get(folder, set()) & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.models)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import filecmp
 import pathlib
-import shutil
 import subprocess
 import sys
 

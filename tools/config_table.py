@@ -42,11 +42,13 @@ MODULES = [
 def _docstrings(cls: type) -> dict[str, str]:
     """Attribute docstrings: the string literal right after each annotated field."""
     tree = ast.parse(inspect.getsource(cls))
-    body = tree.body[0].body
+    node = tree.body[0]
+    assert isinstance(node, ast.ClassDef)
+    body = node.body
     docs: dict[str, str] = {}
     for node, following in zip(body, body[1:]):
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            if isinstance(following, ast.Expr) and isinstance(getattr(following, "value", None), ast.Constant):
+            if isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant):
                 docs[node.target.id] = " ".join(str(following.value.value).split())
     return docs
 

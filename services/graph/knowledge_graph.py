@@ -1,6 +1,6 @@
 """The graph service's domain: validation, tenant scoping, entity resolution and limits over a GraphStore.
 
-Every operation reads the caller's tenant from the request context and passes it to the store;
+Every operation takes the caller's tenant (the servicer reads it from the request context) and passes it to the store;
 nothing here knows protobuf or gRPC (the servicer maps those).
 """
 
@@ -24,10 +24,6 @@ MAX_RELATED = 100
 MAX_ENTITY_DOCUMENTS = 1000
 
 
-def _tenant() -> str:
-    return request_context.current_tenant()
-
-
 def _document_id(document_id: str) -> str:
     document_id = document_id.strip()
     if not document_id or len(document_id) > MAX_ID_CHARS:
@@ -47,45 +43,45 @@ class KnowledgeGraph:
     def backend(self) -> str:
         return self.store.backend
 
-    def upsert_batcher(self) -> UpsertBatcher:
+    def upsert_batcher(self, tenant: str) -> UpsertBatcher:
         return UpsertBatcher(
-            self.store, _tenant(), self._settings.upsert_batch_facts, self._settings.max_facts_per_document
+            self.store, tenant, self._settings.upsert_batch_facts, self._settings.max_facts_per_document
         )
 
-    async def delete_document(self, document_id: str) -> DeleteResult:
-        return await self.store.delete_document(_tenant(), _document_id(document_id))
+    async def delete_document(self, tenant: str, document_id: str) -> DeleteResult:
+        return await self.store.delete_document(tenant, _document_id(document_id))
 
-    async def related(self, document_id: str, limit: int = 0) -> list[RelatedDocument]:
+    async def related(self, tenant: str, document_id: str, limit: int = 0) -> list[RelatedDocument]:
         if limit < 0:
             raise InvalidArgument("limit must be >= 0", violations=[FieldViolation("limit", "must be >= 0")])
         document_id = _document_id(document_id)
-        documents = await self.store.related(_tenant(), document_id, min(limit or DEFAULT_RELATED, MAX_RELATED))
+        documents = await self.store.related(tenant, document_id, min(limit or DEFAULT_RELATED, MAX_RELATED))
         if documents is None:
             raise NotFound(f"document {document_id!r} is not in the graph", reason="DOCUMENT_NOT_FOUND",
                            metadata={"document_id": document_id})
         return documents
 
-    async def entity(self, name: str) -> EntityView:
+    async def entity(self, tenant: str, name: str) -> EntityView:
         key = entity_key(name)
         if not key:
             raise InvalidArgument("entity name is empty", reason="INVALID_ENTITY_NAME",
                                   violations=[FieldViolation("name", "needs a letter or digit")])
-        view = await self.store.entity(_tenant(), key, MAX_ENTITY_DOCUMENTS)
+        view = await self.store.entity(tenant, key, MAX_ENTITY_DOCUMENTS)
         if view is None:
             raise NotFound(f"no entity named {name!r}", reason="ENTITY_NOT_FOUND", metadata={"name": name})
         return view
 
-    async def stats(self) -> GraphStats:
-        return await self.store.stats(_tenant())
+    async def stats(self, tenant: str) -> GraphStats:
+        return await self.store.stats(tenant)
 
-    async def query(self, cypher: str, params: Mapping[str, Any], limit: int = 0) -> QueryResult:
+    async def query(self, tenant: str, cypher: str, params: Mapping[str, Any], limit: int = 0) -> QueryResult:
         if limit < 0:
             raise InvalidArgument("limit must be >= 0", violations=[FieldViolation("limit", "must be >= 0")])
         checked = check_read_only(cypher, self._settings.query_max_chars)
         typed = validate_params(params, checked.parameters)
         check_generated_items(checked.cypher, typed, self._settings.query_max_range_items)
         rows = min(limit or self._settings.query_default_rows, self._settings.query_max_rows)
-        return await self.store.query(_tenant(), checked.cypher, typed, rows, self._query_timeout())
+        return await self.store.query(tenant, checked.cypher, typed, rows, self._query_timeout())
 
     def _query_timeout(self) -> float:
         timeout = self._settings.query_timeout_s

@@ -291,8 +291,9 @@ def _user_query(
         conn.execute("BEGIN TRANSACTION READ ONLY")
         try:
             result = conn.execute(cypher, params)
+            assert not isinstance(result, list)  # one statement, one result
             columns = tuple(result.get_column_names())
-            rows = []
+            rows: list[dict] = []
             while result.has_next() and len(rows) <= limit:
                 rows.append({c: to_json(v, _graph_value) for c, v in zip(columns, result.get_next(), strict=True)})
             result.close()

@@ -31,7 +31,7 @@ def check_generated_items(cypher: str, params: Mapping[str, Any], max_items: int
     tokens = tokenize(cypher, backslash_escapes=True)
     total = 1
     calls = 0
-    for index, token in enumerate(tokens):
+    for index in range(len(tokens)):
         if not _is_generator_call(tokens, index):
             continue
         calls += 1

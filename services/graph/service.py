@@ -12,13 +12,13 @@ from services.runtime import MeshSettings, ServiceBinding
 FULL_NAME = graph_service_pb2.DESCRIPTOR.services_by_name["GraphService"].full_name
 
 
-def open_store(settings: MeshSettings, graph: GraphSettings, neo4j: Neo4jSettings | None = None) -> GraphStore:
+def open_store(settings: MeshSettings, graph: GraphSettings, neo4j: Neo4jSettings) -> GraphStore:
     """The configured backend. Neither opens a connection yet: a graph backend that is down makes
     calls fail with UNAVAILABLE, it does not keep the service from starting."""
     if graph.backend == "neo4j":
         from services.graph.neo4j_store import Neo4jGraphStore
 
-        return Neo4jGraphStore(neo4j or Neo4jSettings())
+        return Neo4jGraphStore(neo4j)
     from services.graph.ladybug_store import LadybugGraphStore
 
     return LadybugGraphStore(settings.data_dir / "graph" / "ladybug", graph)
@@ -28,7 +28,7 @@ def binding(
     settings: MeshSettings, graph: GraphSettings | None = None, store: GraphStore | None = None
 ) -> ServiceBinding:
     graph = graph or GraphSettings()
-    store = store or open_store(settings, graph)
+    store = store or open_store(settings, graph, Neo4jSettings())
     servicer = GraphServicer(KnowledgeGraph(store, graph))
     return ServiceBinding(
         name="graph",

@@ -6,6 +6,7 @@ from docuthinker.graph.v1 import graph_service_pb2 as pb
 from docuthinker.graph.v1 import graph_service_pb2_grpc as pb_grpc
 from services.graph.knowledge_graph import KnowledgeGraph
 from services.graph.query_params import from_struct, struct_row
+from services.runtime.request_context import current_tenant
 
 
 class GraphServicer(pb_grpc.GraphServiceServicer):
@@ -13,7 +14,7 @@ class GraphServicer(pb_grpc.GraphServiceServicer):
         self._graph = graph
 
     async def UpsertDocumentFacts(self, request_iterator, context) -> pb.UpsertDocumentFactsResponse:
-        batcher = self._graph.upsert_batcher()
+        batcher = self._graph.upsert_batcher(current_tenant())
         async for message in request_iterator:
             which = message.WhichOneof("fact")
             if which == "document":
@@ -29,11 +30,11 @@ class GraphServicer(pb_grpc.GraphServiceServicer):
         )
 
     async def DeleteDocument(self, request: pb.DeleteDocumentRequest, context) -> pb.DeleteDocumentResponse:
-        result = await self._graph.delete_document(request.document_id)
+        result = await self._graph.delete_document(current_tenant(), request.document_id)
         return pb.DeleteDocumentResponse(deleted=result.deleted, orphans_removed=result.orphans_removed)
 
     async def QueryGraph(self, request: pb.QueryGraphRequest, context) -> pb.QueryGraphResponse:
-        result = await self._graph.query(request.cypher, from_struct(request.params), request.limit)
+        result = await self._graph.query(current_tenant(), request.cypher, from_struct(request.params), request.limit)
         return pb.QueryGraphResponse(
             columns=list(result.columns), rows=[struct_row(r) for r in result.rows], truncated=result.truncated
         )
@@ -41,7 +42,7 @@ class GraphServicer(pb_grpc.GraphServiceServicer):
     async def GetRelatedDocuments(
         self, request: pb.GetRelatedDocumentsRequest, context
     ) -> pb.GetRelatedDocumentsResponse:
-        documents = await self._graph.related(request.document_id, request.limit)
+        documents = await self._graph.related(current_tenant(), request.document_id, request.limit)
         return pb.GetRelatedDocumentsResponse(
             documents=[
                 pb.RelatedDocument(
@@ -53,7 +54,7 @@ class GraphServicer(pb_grpc.GraphServiceServicer):
         )
 
     async def GetEntity(self, request: pb.GetEntityRequest, context) -> pb.GetEntityResponse:
-        view = await self._graph.entity(request.name)
+        view = await self._graph.entity(current_tenant(), request.name)
         return pb.GetEntityResponse(
             name=view.name,
             type=view.type,
@@ -63,7 +64,7 @@ class GraphServicer(pb_grpc.GraphServiceServicer):
         )
 
     async def GetGraphStats(self, request: pb.GetGraphStatsRequest, context) -> pb.GetGraphStatsResponse:
-        stats = await self._graph.stats()
+        stats = await self._graph.stats(current_tenant())
         return pb.GetGraphStatsResponse(
             documents=stats.documents, topics=stats.topics, entities=stats.entities,
             covers_edges=stats.covers_edges, mentions_edges=stats.mentions_edges, backend=self._graph.backend,

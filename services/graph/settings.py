@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Literal
 
 from pydantic import Field, SecretStr
@@ -69,13 +68,3 @@ class Neo4jSettings(BaseSettings):
     """TCP/Bolt connection timeout; an unreachable server becomes UNAVAILABLE after this."""
     max_pool_size: int = Field(default=32, ge=1)
     """Most Bolt connections the driver keeps open."""
-
-
-@lru_cache(maxsize=1)
-def graph_settings() -> GraphSettings:
-    return GraphSettings()
-
-
-@lru_cache(maxsize=1)
-def neo4j_settings() -> Neo4jSettings:
-    return Neo4jSettings()

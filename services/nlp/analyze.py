@@ -1,113 +1,117 @@
-"""The Analyze stream: several operations over one text, run side by side, streamed as they finish.
+"""The Analyze stream: several operations over one text, run side by side, reported as they finish.
 
 All operations share one ``PreparedText``, so sentence embeddings are computed once. Each
-result carries its duration and what its LLM calls cost; an operation that fails reports its ``google.rpc.Status``
-in-band and the others carry on. The stream ends with ``done`` (counts of successes and
-failures). If the client goes away, operations still running are cancelled.
+outcome carries its duration and what its LLM calls cost; an operation that fails reports its
+error in its outcome and the others carry on. The stream ends with ``AnalyzeDone`` (counts of
+successes and failures). If the client goes away, operations still running are cancelled.
+The servicer maps requests and events to protobuf (``messages``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
-from google.protobuf.message import Message
-
-from docuthinker.nlp.v1 import nlp_service_pb2 as pb
-from services.nlp import key_ideas, messages, metering, summarize, topics
+from services.nlp import key_ideas, metering, summarize, topics
 from services.nlp.operations import NlpOperations
 from services.nlp.prepared import PreparedText
-from services.runtime.errors import DomainError, FieldViolation, InvalidArgument, status_from_exception
+from services.runtime.errors import DomainError
 
 log = logging.getLogger("docuthinker.nlp.analyze")
 
-Job = Callable[[], Awaitable[tuple[str, Message]]]
+
+class Operation(enum.Enum):
+    ENTITIES = "entities"
+    SENTIMENT = "sentiment"
+    SUMMARY = "summary"
+    BULLET_SUMMARY = "bullet_summary"
+    KEY_IDEAS = "key_ideas"
+    TOPICS = "topics"
+    DISCUSSION_POINTS = "discussion_points"
+    RECOMMENDATIONS = "recommendations"
+    ANALYTICS = "analytics"
+
+
+Job = Callable[[], Awaitable[object]]
 
 DEFAULT_OPERATIONS = (
-    pb.OPERATION_ENTITIES,
-    pb.OPERATION_SENTIMENT,
-    pb.OPERATION_SUMMARY,
-    pb.OPERATION_BULLET_SUMMARY,
-    pb.OPERATION_KEY_IDEAS,
-    pb.OPERATION_TOPICS,
-    pb.OPERATION_ANALYTICS,
+    Operation.ENTITIES,
+    Operation.SENTIMENT,
+    Operation.SUMMARY,
+    Operation.BULLET_SUMMARY,
+    Operation.KEY_IDEAS,
+    Operation.TOPICS,
+    Operation.ANALYTICS,
 )
 """What an empty list means: every operation that runs offline without an LLM. Discussion
 points and recommendations call the provider layer (seconds to minutes on the local model),
 so they run only when asked for."""
 
 
-def plan(ops: NlpOperations, prepared: PreparedText, operations: Sequence[int]) -> dict[int, Job]:
+@dataclass(frozen=True)
+class OperationOutcome:
+    """One operation's result (``value``, the domain result) or its ``error``."""
+
+    operation: Operation
+    value: object | None
+    meter: metering.Meter
+    error: BaseException | None
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class AnalyzeDone:
+    succeeded: int
+    failed: int
+
+
+def plan(ops: NlpOperations, prepared: PreparedText, operations: Sequence[Operation]) -> dict[Operation, Job]:
     requested = list(dict.fromkeys(operations)) or list(DEFAULT_OPERATIONS)
-    known = set(pb.Operation.values()) - {pb.OPERATION_UNSPECIFIED}
-    invalid = [op for op in requested if op not in known]
-    if invalid:
-        raise InvalidArgument(
-            f"unknown or unspecified operation(s): {', '.join(str(op) for op in invalid)}",
-            reason="UNKNOWN_OPERATION",
-            violations=[FieldViolation("operations", f"unknown operation {op}") for op in invalid],
-        )
     text = prepared.text
-
-    async def summary(style: summarize.Style) -> tuple[str, Message]:
-        return "summary", messages.summary_response(await ops.summary(prepared, style, summarize.Limits()))
-
-    jobs: dict[int, Job] = {
-        pb.OPERATION_ENTITIES: lambda: _field("entities", ops.entities(text, []), messages.entities_response),
-        pb.OPERATION_SENTIMENT: lambda: _field("sentiment", ops.sentiment(text), messages.sentiment_response),
-        pb.OPERATION_SUMMARY: lambda: summary(summarize.Style.NARRATIVE),
-        pb.OPERATION_BULLET_SUMMARY: lambda: summary(summarize.Style.BULLETS),
-        pb.OPERATION_KEY_IDEAS: lambda: _field(
-            "key_ideas", ops.key_ideas(prepared, key_ideas.DEFAULT_IDEAS), messages.key_ideas_response
-        ),
-        pb.OPERATION_TOPICS: lambda: _field(
-            "topics", ops.topics(prepared, topics.DEFAULT_TOPICS), messages.topics_response
-        ),
-        pb.OPERATION_DISCUSSION_POINTS: lambda: _field(
-            "discussion_points", ops.discussion_points(prepared), messages.points_response
-        ),
-        pb.OPERATION_RECOMMENDATIONS: lambda: _field(
-            "recommendations", ops.recommendations(prepared), messages.recommendations_response
-        ),
-        pb.OPERATION_ANALYTICS: lambda: _field(
-            "analytics", ops.analytics(text, 10), messages.analytics_response
-        ),
+    jobs: dict[Operation, Job] = {
+        Operation.ENTITIES: lambda: ops.entities(text, []),
+        Operation.SENTIMENT: lambda: ops.sentiment(text),
+        Operation.SUMMARY: lambda: ops.summary(prepared, summarize.Style.NARRATIVE, summarize.Limits()),
+        Operation.BULLET_SUMMARY: lambda: ops.summary(prepared, summarize.Style.BULLETS, summarize.Limits()),
+        Operation.KEY_IDEAS: lambda: ops.key_ideas(prepared, key_ideas.DEFAULT_IDEAS),
+        Operation.TOPICS: lambda: ops.topics(prepared, topics.DEFAULT_TOPICS),
+        Operation.DISCUSSION_POINTS: lambda: ops.discussion_points(prepared),
+        Operation.RECOMMENDATIONS: lambda: ops.recommendations(prepared),
+        Operation.ANALYTICS: lambda: ops.analytics(text, 10),
     }
     return {op: jobs[op] for op in requested}
 
 
-async def _field(name: str, result: Awaitable, convert: Callable[..., Message]) -> tuple[str, Message]:
-    return name, convert(await result)
-
-
-async def _run(operation: int, job: Job) -> pb.OperationResult:
+async def _run(operation: Operation, job: Job) -> OperationOutcome:
     started = time.perf_counter()
-    try:
-        with metering.metered() as meter:
-            field, value = await job()
-        result = pb.OperationResult(operation=operation, **{field: messages.with_llm_usage(value, meter)})
-    except Exception as exc:  # noqa: BLE001 - reported in-band, per operation
-        if not isinstance(exc, DomainError):
-            log.exception("analyze operation %s failed", pb.Operation.Name(operation))
-        result = pb.OperationResult(operation=operation, error=status_from_exception(exc))
-    result.duration_ms = round((time.perf_counter() - started) * 1000, 3)
-    return result
+    value: object | None = None
+    error: BaseException | None = None
+    with metering.metered() as meter:
+        try:
+            value = await job()
+        except Exception as exc:  # noqa: BLE001 - reported in-band, per operation
+            if not isinstance(exc, DomainError):
+                log.exception("analyze operation %s failed", operation.name)
+            error = exc
+    return OperationOutcome(operation, value, meter, error, round((time.perf_counter() - started) * 1000, 3))
 
 
-async def stream(jobs: dict[int, Job]) -> AsyncIterator[pb.AnalyzeResponse]:
+async def stream(jobs: dict[Operation, Job]) -> AsyncIterator[OperationOutcome | AnalyzeDone]:
     tasks = [asyncio.create_task(_run(op, job)) for op, job in jobs.items()]
     succeeded = failed = 0
     try:
         for next_done in asyncio.as_completed(tasks):
-            result = await next_done
-            if result.WhichOneof("result") == "error":
+            outcome = await next_done
+            if outcome.error is not None:
                 failed += 1
             else:
                 succeeded += 1
-            yield pb.AnalyzeResponse(result=result)
+            yield outcome
     finally:
         for task in tasks:
             task.cancel()
-    yield pb.AnalyzeResponse(done=pb.AnalyzeDone(succeeded=succeeded, failed=failed))
+    yield AnalyzeDone(succeeded, failed)

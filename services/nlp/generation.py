@@ -19,37 +19,15 @@ from pydantic import BaseModel, ValidationError
 from services.nlp import metering
 from services.nlp.engines import Engine
 from services.providers.base import GenerationRequest, GenerationResult, Message, ProviderError
-from services.runtime.errors import FailedPrecondition, Unavailable
+from services.runtime.errors import Unavailable
 
 log = logging.getLogger("docuthinker.nlp.generation")
 
-ENABLING_ENV_VARS = "ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY"
 Model = TypeVar("Model", bound=BaseModel)
 
 
 class TextGenerator(Protocol):
     async def generate(self, task: str, request: GenerationRequest) -> GenerationResult: ...
-
-
-class _NoProviderLayer:
-    """Stands in for the router in builds that do not have it."""
-
-    async def generate(self, task: str, request: GenerationRequest) -> GenerationResult:
-        raise FailedPrecondition(
-            f"no LLM provider can serve {task!r}: the provider layer is not available in this build "
-            f"(it enables providers from {ENABLING_ENV_VARS})",
-            reason="NO_PROVIDER_AVAILABLE",
-            metadata={"task": task},
-        )
-
-
-def default_generator() -> TextGenerator:
-    try:
-        from services.providers.router import get_router
-    except ImportError:
-        log.warning("services.providers.router is missing: generative NLP operations will fail")
-        return _NoProviderLayer()
-    return get_router()
 
 
 async def generate(generator: TextGenerator, task: str, request: GenerationRequest) -> GenerationResult:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from docuthinker.nlp.v1 import nlp_service_pb2 as pb
 from google.protobuf.message import Message
 
-from services.nlp import analytics, entities, generative, key_ideas, metering, sentiment, summarize, topics
+from services.nlp import analytics, analyze, entities, generative, key_ideas, metering, sentiment, summarize, topics
 from services.nlp.engines import TEXT_STATS, Engine
+from services.runtime.errors import FieldViolation, InvalidArgument, status_from_exception
 
 _LABELS = {
     sentiment.Label.POSITIVE: pb.SENTIMENT_LABEL_POSITIVE,
@@ -131,3 +135,44 @@ def analytics_response(result: analytics.Analytics) -> pb.ComputeAnalyticsRespon
         top_keywords=[pb.KeywordCount(keyword=k, count=c) for k, c in result.top_keywords],
         engine=engine(TEXT_STATS),
     )
+
+
+# -- Analyze -----------------------------------------------------------------------------------
+# operation -> (its protobuf value, the OperationResult field it fills, the converter of its result)
+_ANALYZE: dict[analyze.Operation, tuple[int, str, Callable[[Any], Message]]] = {
+    analyze.Operation.ENTITIES: (pb.OPERATION_ENTITIES, "entities", entities_response),
+    analyze.Operation.SENTIMENT: (pb.OPERATION_SENTIMENT, "sentiment", sentiment_response),
+    analyze.Operation.SUMMARY: (pb.OPERATION_SUMMARY, "summary", summary_response),
+    analyze.Operation.BULLET_SUMMARY: (pb.OPERATION_BULLET_SUMMARY, "summary", summary_response),
+    analyze.Operation.KEY_IDEAS: (pb.OPERATION_KEY_IDEAS, "key_ideas", key_ideas_response),
+    analyze.Operation.TOPICS: (pb.OPERATION_TOPICS, "topics", topics_response),
+    analyze.Operation.DISCUSSION_POINTS: (pb.OPERATION_DISCUSSION_POINTS, "discussion_points", points_response),
+    analyze.Operation.RECOMMENDATIONS: (pb.OPERATION_RECOMMENDATIONS, "recommendations", recommendations_response),
+    analyze.Operation.ANALYTICS: (pb.OPERATION_ANALYTICS, "analytics", analytics_response),
+}
+_OPERATIONS = {value: operation for operation, (value, _, _) in _ANALYZE.items()}
+
+
+def analyze_operations(values: Sequence[int]) -> list[analyze.Operation]:
+    """The requested operations; an unknown or unspecified one is INVALID_ARGUMENT."""
+    requested = list(dict.fromkeys(values))
+    invalid = [value for value in requested if value not in _OPERATIONS]
+    if invalid:
+        raise InvalidArgument(
+            f"unknown or unspecified operation(s): {', '.join(str(op) for op in invalid)}",
+            reason="UNKNOWN_OPERATION",
+            violations=[FieldViolation("operations", f"unknown operation {op}") for op in invalid],
+        )
+    return [_OPERATIONS[value] for value in requested]
+
+
+def analyze_event(event: analyze.OperationOutcome | analyze.AnalyzeDone) -> pb.AnalyzeResponse:
+    if isinstance(event, analyze.AnalyzeDone):
+        return pb.AnalyzeResponse(done=pb.AnalyzeDone(succeeded=event.succeeded, failed=event.failed))
+    value, field, convert = _ANALYZE[event.operation]
+    if event.error is not None:
+        result = pb.OperationResult(operation=value, error=status_from_exception(event.error))
+    else:
+        result = pb.OperationResult(operation=value, **{field: with_llm_usage(convert(event.value), event.meter)})
+    result.duration_ms = event.duration_ms
+    return pb.AnalyzeResponse(result=result)

@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 
 from services.nlp import analytics, entities, generative, grounding, key_ideas, sentiment, summarize, topics
-from services.nlp.generation import TextGenerator, default_generator
+from services.nlp.generation import TextGenerator
 from services.nlp.prepared import PreparedText
 from services.nlp.settings import NlpSettings
 from services.nlp.spacy_pipeline import SpacyPipeline, get_pipeline
@@ -27,8 +27,8 @@ class NlpOperations:
     generator: TextGenerator
 
     @classmethod
-    def from_settings(cls, settings: NlpSettings) -> NlpOperations:
-        return cls(settings, default_generator())
+    def from_settings(cls, settings: NlpSettings, generator: TextGenerator) -> NlpOperations:
+        return cls(settings, generator)
 
     def prepare(self, text: str) -> PreparedText:
         return PreparedText(text, max_sentences=self.settings.max_embedded_sentences)

@@ -57,7 +57,7 @@ class PreparedText:
     _derived_locks: dict[str, threading.Lock] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.spans, cut = [], set()
+        self.spans, cut = [], set[int]()
         for pieces, was_cut in bounded_spans(self.text, sentence_spans(self.text), MAX_CANDIDATE_WORDS):
             if was_cut:
                 cut.update(range(len(self.spans), len(self.spans) + len(pieces)))

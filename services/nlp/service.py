@@ -10,6 +10,8 @@ from services.nlp.operations import NlpOperations
 from services.nlp.servicer import NlpServicer
 from services.nlp.settings import NlpSettings
 from services.nlp.sources import RagDocumentTexts
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
 from services.rag.client import RagClient
 from services.runtime import ChannelPool, MeshSettings, ServiceBinding
 
@@ -18,7 +20,7 @@ log = logging.getLogger("docuthinker.nlp")
 
 
 def binding(settings: MeshSettings, nlp: NlpSettings | None = None, *, warm_up: bool = True) -> ServiceBinding:
-    ops = NlpOperations.from_settings(nlp or NlpSettings())
+    ops = NlpOperations.from_settings(nlp or NlpSettings(), Router.from_settings(ProviderSettings()))
     channels = ChannelPool(settings)
     documents = RagDocumentTexts(RagClient(channels))
     servicer = NlpServicer(ops, documents)

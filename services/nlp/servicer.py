@@ -97,6 +97,6 @@ class NlpServicer(pb_grpc.NlpServiceServicer):
 
     async def Analyze(self, request: pb.AnalyzeRequest, context):
         text = await self._text(request)
-        jobs = analyze.plan(self._ops, self._ops.prepare(text), request.operations)
+        jobs = analyze.plan(self._ops, self._ops.prepare(text), messages.analyze_operations(request.operations))
         async for event in analyze.stream(jobs):
-            yield event
+            yield messages.analyze_event(event)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -27,8 +26,3 @@ class NlpSettings(BaseSettings):
     """Largest input for rewrite and translation (LLM cost and latency); longer gets INVALID_ARGUMENT (reason TEXT_TOO_LARGE_FOR_LLM)."""
     prefer_llm: bool = True
     """Summaries and key ideas use an LLM when a provider serves them; false keeps them extractive."""
-
-
-@lru_cache(maxsize=1)
-def nlp_settings() -> NlpSettings:
-    return NlpSettings()

@@ -44,7 +44,7 @@ class SpacyPipeline:
     def entity_labels(self) -> tuple[str, ...]:
         if "ner" not in self.nlp.pipe_names:
             return ()
-        return tuple(self.nlp.get_pipe("ner").labels)
+        return tuple(self.nlp.get_pipe("ner").labels)  # type: ignore[attr-defined]  # spaCy types pipes as callables
 
     def run(self, texts: Sequence[str], components: Sequence[str]) -> list[Doc]:
         """Docs for ``texts`` with only ``components`` enabled (those the pipeline has)."""

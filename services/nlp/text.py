@@ -53,7 +53,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 def _append(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
     segment = text[start:end]
     # A citation marker left at the start ("[13] Roberts ...") belongs to no sentence.
-    lead = _LEADING_JUNK.match(segment).end()
+    lead = m.end() if (m := _LEADING_JUNK.match(segment)) else 0
     stripped = segment[lead:].rstrip()
     if not stripped or not _WORD.search(stripped):
         return

@@ -3,7 +3,7 @@ through its typed client (``services.rag.client``)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,7 +107,7 @@ class AnswerEngine:
             raise errors.from_remote(exc) from None
         return GroundedAnswer.of(answer)
 
-    async def stream(self, question: Question) -> AsyncIterator[Delta | Done]:
+    async def stream(self, question: Question) -> AsyncGenerator[Delta | Done, None]:
         """Answer deltas as the engine produces them, then ``Done``; the agent graph answers in one delta."""
         if question.agent:
             answer = await self.answer(question)

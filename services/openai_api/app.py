@@ -142,7 +142,7 @@ def _mesh_only(credential: str | None):
     return check
 
 
-def create_app(engine: AnswerEngine, default_tenant: str = "default", credential: str | None = None) -> web.Application:
+def create_app(engine: AnswerEngine, default_tenant: str, credential: str | None = None) -> web.Application:
     app = web.Application(middlewares=[openai_errors, _mesh_only(credential)], client_max_size=4 * 1024 * 1024)
     app[ENGINE] = engine
     app[DEFAULT_TENANT] = default_tenant

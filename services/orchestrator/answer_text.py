@@ -15,10 +15,14 @@ MAX_ITEMS = 5
 
 
 class ToolOutput(Protocol):
-    name: str
-    is_error: bool
-    output: str
-    result: Any
+    @property
+    def name(self) -> str: ...
+    @property
+    def is_error(self) -> bool: ...
+    @property
+    def output(self) -> str: ...
+    @property
+    def result(self) -> Any: ...
 
 
 def _entities(data: Mapping[str, Any]) -> str:

@@ -87,14 +87,16 @@ class BatchProcessor:
             )
         return BATCH_OPERATIONS[operation]
 
-    async def run(self, items: Sequence[BatchItem], operation: str) -> AsyncIterator[ItemResult | Progress | Summary]:
+    async def run(self, items: Sequence[BatchItem], operation: str,
+                  tenant: str) -> AsyncIterator[ItemResult | Progress | Summary]:
         target = self.validate(items, operation)
         queue: asyncio.Queue[ItemResult] = asyncio.Queue()
         gate = asyncio.Semaphore(self.concurrency)
 
         async def run_batch(batch: list[BatchItem], offset: int) -> None:
             async with gate:
-                await asyncio.gather(*(self._item(item, offset + n, target, queue) for n, item in enumerate(batch)))
+                await asyncio.gather(*(self._item(item, offset + n, target, queue, tenant)
+                                       for n, item in enumerate(batch)))
 
         with intent_scope("batch.multiDocument"):
             workers = [
@@ -114,7 +116,8 @@ class BatchProcessor:
         processed = len(items)
         yield Summary(processed, failed, round((processed - failed) / processed, 4))
 
-    async def _item(self, item: BatchItem, index: int, operation: str, queue: asyncio.Queue[ItemResult]) -> None:
+    async def _item(self, item: BatchItem, index: int, operation: str, queue: asyncio.Queue[ItemResult],
+                    tenant: str) -> None:
         name = item.id or item.document_id or f"item-{index}"
         params: dict[str, Any] = {"operation": operation}
         if item.text:
@@ -124,11 +127,11 @@ class BatchProcessor:
         try:
             if len(params) == 1:
                 raise InvalidArgument("a batch document needs text or document_id", reason="MISSING_SOURCE")
-            outcome = await self._operations.run(APPLY, params)
+            outcome = await self._operations.run(APPLY, params, tenant)
         except Exception as exc:  # noqa: BLE001 - reported per item
             data: dict[str, Any] = {}
             if is_transient(exc):
-                data["dead_letter_id"] = self._dlq.enqueue(APPLY, params, str(exc)).id
+                data["dead_letter_id"] = self._dlq.enqueue(APPLY, params, str(exc), tenant).id
             await queue.put(ItemResult(name, False, data, exc))
             return
         await queue.put(ItemResult(name, True, outcome.data))

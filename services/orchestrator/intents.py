@@ -183,7 +183,9 @@ class IntentClassifier:
         snippet = text.strip()[:CLASSIFY_MAX_CHARS]
         if not snippet:
             return Classification(FALLBACK_INTENT, FALLBACK_CONFIDENCE, "fallback", "nothing to classify")
-        result = await self._ask_llm(snippet) or await asyncio.to_thread(self._nearest, snippet)
+        result = await self._ask_llm(snippet)
+        if result is None:
+            result = await asyncio.to_thread(self._nearest, snippet)
         if result.intent == "chat.general" and has_document and result.source != "fallback":
             return Classification("chat.document", result.confidence, result.source,
                                   result.reasoning + "; a document is attached, so chat about it")

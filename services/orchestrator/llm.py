@@ -21,7 +21,6 @@ from services.providers.call_stats import CallRecord
 from services.providers.errors import to_domain_error
 from services.providers.router import Router
 from services.runtime.errors import FailedPrecondition
-from services.runtime.request_context import current_tenant
 
 
 @dataclass
@@ -109,10 +108,4 @@ class LanguageModels:
     async def _pinned(self, task: str, request: GenerationRequest, provider: Provider) -> GenerationResult:
         if not self._breakers.allow(provider_circuit(provider.name)):
             raise to_domain_error(task, [ProviderError(provider.name, "circuit open", True, "provider_down")])
-        try:
-            result = await provider.generate(request)
-        except ProviderError as error:
-            self.on_call(CallRecord(provider.name, task, current_tenant(), 0.0, error=error))
-            raise to_domain_error(task, [error]) from error
-        self.on_call(CallRecord(provider.name, task, current_tenant(), 0.0, result=result, usage=result.usage))
-        return result
+        return await self.router.generate(task, request, pinned=provider.name)

@@ -23,7 +23,7 @@ from services.orchestrator.insights import InsightStore
 from services.orchestrator.llm import track_attempts
 from services.providers.base import Usage
 from services.runtime.errors import FailedPrecondition, FieldViolation, InvalidArgument
-from services.runtime.request_context import current_tenant, visible_tenant
+from services.runtime.request_context import visible_tenant
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,8 @@ class Outcome:
     attempts: int = 1
 
 
-Operation = Callable[[Mapping[str, Any]], Awaitable[Outcome]]
+Operation = Callable[[Mapping[str, Any], str], Awaitable[Outcome]]
+"""An operation: its parameters and the caller's tenant."""
 
 
 def _source(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,33 +113,33 @@ class Operations:
         except KeyError:
             raise InvalidArgument(f"unknown operation {name!r}", reason="UNKNOWN_OPERATION") from None
 
-    async def run(self, name: str, params: Mapping[str, Any]) -> Outcome:
-        return await self.get(name)(params)
+    async def run(self, name: str, params: Mapping[str, Any], tenant: str) -> Outcome:
+        return await self.get(name)(params, tenant)
 
-    async def apply_to_document(self, params: Mapping[str, Any]) -> Outcome:
+    async def apply_to_document(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         """``params["operation"]`` on inline text, or on a stored document's text (extracted first)."""
         operation = _required(params, "operation", "the operation to apply")
         if operation == "document.apply":
             raise InvalidArgument("document.apply cannot apply itself", reason="UNKNOWN_OPERATION")
         inner = {k: v for k, v in params.items() if k != "operation"}
         if not inner.get("text") and inner.get("document_id"):
-            extracted = await self.extract(inner)
+            extracted = await self.extract(inner, tenant)
             inner["text"] = extracted.data["text"]
-            outcome = await self.run(operation, inner)
+            outcome = await self.run(operation, inner, tenant)
             return Outcome(outcome.data, outcome.provider, outcome.attempts + 1)
-        return await self.run(operation, inner)
+        return await self.run(operation, inner, tenant)
 
     # -- NLP -------------------------------------------------------------------------------
     def _nlp(self, operation: str, **fixed: Any) -> Operation:
-        async def run(params: Mapping[str, Any]) -> Outcome:
+        async def run(params: Mapping[str, Any], tenant: str) -> Outcome:
             return await self._nlp_outcome(operation, params, **fixed)
 
         return run
 
-    async def rewrite(self, params: Mapping[str, Any]) -> Outcome:
+    async def rewrite(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         return await self._nlp_outcome("rewrite", params, style=str(params.get("style") or "clear and concise"))
 
-    async def translate(self, params: Mapping[str, Any]) -> Outcome:
+    async def translate(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         language = _required(params, "language", "target language, e.g. 'fr' or 'French'")
         return await self._nlp_outcome("translate", params, target_language=language)
 
@@ -161,7 +162,7 @@ class Operations:
             )
 
     # -- RAG -------------------------------------------------------------------------------
-    async def ingest(self, params: Mapping[str, Any]) -> Outcome:
+    async def ingest(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         text = _required(params, "text", "the document text to store")
         filename = str(params.get("filename") or "document.txt")
         result = await self._peers.rag.ingest_text(text, filename)
@@ -177,7 +178,7 @@ class Operations:
             "rag",
         )
 
-    async def extract(self, params: Mapping[str, Any]) -> Outcome:
+    async def extract(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         document_id = _required(params, "document_id", "id of a stored document")
         document = await self._peers.rag.document_text(document_id)
         text = "\n\n".join(section for section in document.sections if section)
@@ -192,13 +193,13 @@ class Operations:
             "rag",
         )
 
-    async def rag_query(self, params: Mapping[str, Any]) -> Outcome:
+    async def rag_query(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         question = _required(params, "question", "the question to answer from the stored documents")
         answered = await self._peers.rag.query(question, int(params.get("top_k") or 0), _document_ids(params))
         self._charge(answered.usage)
         return Outcome(answered.data, "rag")
 
-    async def rag_spoken_query(self, params: Mapping[str, Any]) -> Outcome:
+    async def rag_spoken_query(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         audio = params.get("audio") or b""
         if not audio:
             _required(params, "audio", "the recording of the spoken question")
@@ -207,14 +208,14 @@ class Operations:
         self._charge(answered.usage)
         return Outcome(answered.data, "rag")
 
-    async def rag_search(self, params: Mapping[str, Any]) -> Outcome:
+    async def rag_search(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         query = _required(params, "query", "what to search for")
         found = await self._peers.rag.search(query, int(params.get("top_k") or 0), _document_ids(params),
                                              dense_only=bool(params.get("dense_only")))
         return Outcome(found, "rag")
 
     # -- graph -----------------------------------------------------------------------------
-    async def graph_query(self, params: Mapping[str, Any]) -> Outcome:
+    async def graph_query(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         query = _required(params, "query", "Cypher, or a question about topics and entities")
         plan = graph_queries.plan(query, dict(params.get("params") or {}))
         rows: list[dict[str, Any]] = []
@@ -232,15 +233,15 @@ class Operations:
             data["phrase"] = plan.phrase
         return Outcome(data, "graph")
 
-    async def graph_stats(self, params: Mapping[str, Any]) -> Outcome:
+    async def graph_stats(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         return Outcome(asdict(await self._peers.graph.stats()), "graph")
 
     # -- orchestrator's own ------------------------------------------------------------------
-    async def chat(self, params: Mapping[str, Any]) -> Outcome:
+    async def chat(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         message = _required(params, "message", "what to ask or say")
         with track_attempts() as attempts:
             reply = await self._chat.reply(
-                tenant=current_tenant(),
+                tenant=tenant,
                 message=message,
                 user_id=str(params.get("user_id") or ""),
                 document_id=str(params.get("document_id") or ""),
@@ -258,18 +259,18 @@ class Operations:
         }
         return Outcome(data, reply.provider, max(1, len(attempts.records)))
 
-    async def store_insights(self, params: Mapping[str, Any]) -> Outcome:
+    async def store_insights(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         document_id = _required(params, "document_id", "id of the stored document")
         summary = str(params.get("summary") or "")
         ideas = [str(i) for i in params.get("ideas") or ()]
-        insight = self._insights.save(current_tenant(), document_id, summary, ideas)
+        insight = self._insights.save(tenant, document_id, summary, ideas)
         return Outcome(
             {"document_id": document_id, "stored": True, "summary_chars": len(summary),
              "key_ideas": len(insight.key_ideas)},
             "orchestrator",
         )
 
-    async def system_health(self, params: Mapping[str, Any]) -> Outcome:
+    async def system_health(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         services = await self._health.check_all()
         overall = "SERVING" if all(s.status == "SERVING" for s in services) else "DEGRADED"
         return Outcome(
@@ -279,7 +280,7 @@ class Operations:
             "orchestrator",
         )
 
-    async def system_costs(self, params: Mapping[str, Any]) -> Outcome:
+    async def system_costs(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         report = self._costs.report(str(params.get("period") or "today"), scope=visible_tenant())
         return Outcome(
             {
@@ -304,7 +305,7 @@ class Operations:
             "orchestrator",
         )
 
-    async def unsupported(self, params: Mapping[str, Any]) -> Outcome:
+    async def unsupported(self, params: Mapping[str, Any], tenant: str) -> Outcome:
         raise FailedPrecondition(str(params.get("why") or "this intent is not served by the mesh"),
                                  reason="INTENT_NOT_SERVED", metadata={"intent": str(params.get("intent") or "")})
 

@@ -8,8 +8,10 @@ server and stops with it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2, orchestrator_service_pb2_grpc
 from services.graph.client import GraphClient
@@ -24,7 +26,7 @@ from services.orchestrator.costs import CostTracker
 from services.orchestrator.database import open_database
 from services.orchestrator.dlq import DeadLetterQueue
 from services.orchestrator.downstream import Peers, provider_circuit, service_circuit
-from services.orchestrator.operations import Operations
+from services.orchestrator.operations import Operations, Outcome
 from services.orchestrator.health import DOWNSTREAM, HealthProbe
 from services.orchestrator.insights import InsightStore
 from services.orchestrator.intents import Encoder, IntentClassifier
@@ -38,10 +40,10 @@ from services.orchestrator.supervisor import Supervisor, llm_classifier
 from services.orchestrator.tokens import TokenBudget
 from services.orchestrator.tools import ToolRegistry, register_builtins
 from services.providers.pricing import load_price_table
-from services.providers.router import Router, get_router
-from services.providers.settings import provider_settings
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
 from services.rag.client import RagClient
-from services.runtime import ChannelPool, MeshSettings, ServiceBinding
+from services.runtime import ChannelPool, MeshSettings, ServiceBinding, request_context
 
 FULL_NAME = orchestrator_service_pb2.DESCRIPTOR.services_by_name["OrchestratorService"].full_name
 
@@ -56,8 +58,9 @@ def binding(
     encoder_factory: Callable[[], Encoder] | None = None,
 ) -> ServiceBinding:
     config = config or OrchestratorSettings()
-    router = router or get_router()
-    prices = load_price_table(provider_settings().prices_file)
+    providers = ProviderSettings()
+    router = router or Router.from_settings(providers)
+    prices = load_price_table(providers.prices_file)
     db = open_database(settings.data_dir)
 
     breakers = CircuitBreakers(db, threshold=config.circuit_failure_threshold, cooldown_s=config.circuit_cooldown_s)
@@ -96,7 +99,8 @@ def binding(
     operations = Operations(peers, ChatResponder(llm, conversations, insights, tokens, summarize), insights, costs,
                             health)
     for name in operations.names():
-        dlq.register(name, lambda payload, op=name: operations.run(op, payload))
+        # A replay runs under the letter's tenant, which the queue binds as the request context.
+        dlq.register(name, functools.partial(_replay, operations, name))
 
     classifier = IntentClassifier(
         encoder_factory or get_embedder, min_confidence=config.intent_min_confidence, llm=llm_classifier(llm)
@@ -153,3 +157,7 @@ def binding(
         on_stop=on_stop,
         channels=channels,
     )
+
+
+async def _replay(operations: Operations, name: str, payload: Mapping[str, Any]) -> Outcome:
+    return await operations.run(name, payload, request_context.current_tenant())

@@ -102,7 +102,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
                 intent=c.intent, confidence=c.confidence, source=c.source, reasoning=c.reasoning
             )
         )
-        async for event in self._c.supervisor.run(prepared):
+        async for event in self._c.supervisor.run(prepared, current_tenant()):
             if isinstance(event, Subtask):
                 r = event.result
                 yield pb.ProcessResponse(
@@ -129,7 +129,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
     async def ProcessBatch(self, request: pb.ProcessBatchRequest, context):
         items = [BatchItem(d.id, d.text, d.document_id) for d in request.documents]
         self._c.batch.validate(items, request.operation)
-        async for event in self._c.batch.run(items, request.operation):
+        async for event in self._c.batch.run(items, request.operation, current_tenant()):
             if isinstance(event, ItemResult):
                 yield pb.ProcessBatchResponse(
                     item=pb.BatchItemResult(

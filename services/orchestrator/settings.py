@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -97,8 +96,3 @@ def parse_mcp_servers(spec: str) -> tuple[McpServerConfig, ...]:
             )
         )
     return tuple(configs)
-
-
-@lru_cache(maxsize=1)
-def orchestrator_settings() -> OrchestratorSettings:
-    return OrchestratorSettings()

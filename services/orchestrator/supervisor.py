@@ -9,7 +9,7 @@ becomes a dead letter; its subtask event says which.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from services.orchestrator.costs import CostTracker, intent_scope, track_spend
 from services.orchestrator.dag import Task, TaskResult, TaskState, aggregate, execute, validate
 from services.orchestrator.dlq import DeadLetterQueue
 from services.orchestrator.downstream import is_transient
-from services.orchestrator.operations import Operations
+from services.orchestrator.operations import Operations, Outcome
 from services.orchestrator.intents import INTENTS, Classification, IntentClassifier, llm_classification_prompt
 from services.orchestrator.llm import LanguageModels
 from services.orchestrator.tokens import TokenBudget, estimate_tokens
@@ -104,16 +104,19 @@ class Supervisor:
                 estimate = self._costs.estimate(provider.model, estimate_tokens(content), ESTIMATED_OUTPUT_TOKENS)
             self._costs.check(estimate)
 
-    async def run(self, prepared: Prepared) -> AsyncIterator[Subtask | Done]:
+    async def run(self, prepared: Prepared, tenant: str) -> AsyncIterator[Subtask | Done]:
         ctx = request_context.current()
         trace_id = ctx.request_id if ctx else ""
         results: list[TaskResult] = []
         with intent_scope(prepared.classification.intent), track_spend() as spend:
-            async for result in execute(prepared.tasks, self._operations.run, is_transient):
+            async def run(operation: str, params: Mapping[str, Any]) -> Outcome:
+                return await self._operations.run(operation, params, tenant)
+
+            async for result in execute(prepared.tasks, run, is_transient):
                 results.append(result)
                 data = _public(result)
                 if result.state is TaskState.FAILED and result.error is not None and is_transient(result.error):
-                    letter = self._dlq.enqueue(result.task.operation, result.params, str(result.error))
+                    letter = self._dlq.enqueue(result.task.operation, result.params, str(result.error), tenant)
                     data["dead_letter_id"] = letter.id
                 yield Subtask(result, data)
         success, data = aggregate(results)

@@ -16,8 +16,9 @@ from typing import Any
 import jsonschema
 
 from services.nlp import analytics
-from services.orchestrator.operations import Operations
+from services.orchestrator.operations import Operations, Outcome
 from services.providers.base import ToolSpec
+from services.runtime import request_context
 from services.runtime.errors import FieldViolation, InvalidArgument, NotFound
 
 BUILTIN = "builtin"
@@ -103,24 +104,29 @@ def document_statistics(text: str) -> dict[str, Any]:
 
 
 def register_builtins(registry: ToolRegistry, operations: Operations) -> None:
+    # Tool runners take the model's arguments only; the agent runs inside the caller's RPC, whose
+    # tenant the request context holds.
+    def operate(name: str, params: Mapping[str, Any]) -> Awaitable[Outcome]:
+        return operations.run(name, params, request_context.current_tenant())
+
     async def analyze(args: Mapping[str, Any]) -> Any:
         return document_statistics(str(args["text"]))
 
     async def entities(args: Mapping[str, Any]) -> Any:
-        return (await operations.run("nlp.entities", {"text": args["text"]})).data
+        return (await operate("nlp.entities", {"text": args["text"]})).data
 
     async def sentiment(args: Mapping[str, Any]) -> Any:
-        return (await operations.run("nlp.sentiment", {"text": args["text"]})).data
+        return (await operate("nlp.sentiment", {"text": args["text"]})).data
 
     async def rag_search(args: Mapping[str, Any]) -> Any:
-        return (await operations.run("rag.search", {"query": args["query"], "top_k": args.get("topK", 5)})).data
+        return (await operate("rag.search", {"query": args["query"], "top_k": args.get("topK", 5)})).data
 
     async def vector_search(args: Mapping[str, Any]) -> Any:
         params = {"query": args["query"], "top_k": args.get("topK", 5), "dense_only": True}
-        return (await operations.run("rag.search", params)).data
+        return (await operate("rag.search", params)).data
 
     async def graph_query(args: Mapping[str, Any]) -> Any:
-        return (await operations.run("graph.query", {"query": args["query"], "params": args.get("params") or {}})).data
+        return (await operate("graph.query", {"query": args["query"], "params": args.get("params") or {}})).data
 
     graph_schema = {
         "type": "object",

@@ -1,6 +1,7 @@
 """The LLM provider layer: one interface, four providers, and a router with failover.
 
-Callers use ``get_router()`` and name a task: ``await get_router().generate("rewrite", request)``.
+Each service binding builds one ``Router`` (``Router.from_settings``) and hands it to what needs a
+model; callers name a task: ``await router.generate("rewrite", request)``.
 """
 
 from services.providers.base import (
@@ -20,7 +21,7 @@ from services.providers.base import (
 from services.providers.call_stats import CallRecord, ProviderStats
 from services.providers.errors import NoProviderAvailable
 from services.providers.registry import FREE_FORM_TASKS
-from services.providers.router import Router, get_router
+from services.providers.router import Router
 
 __all__ = [
     "FREE_FORM_TASKS",
@@ -40,5 +41,4 @@ __all__ = [
     "ToolSpec",
     "ToolUseBlock",
     "Usage",
-    "get_router",
 ]

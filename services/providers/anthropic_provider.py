@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import anthropic
@@ -76,7 +76,7 @@ class AnthropicProvider:
         except Exception as exc:  # noqa: BLE001 - every failure leaves as a ProviderError
             raise _classify(exc) from exc
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[StreamEvent, None]:
         deadline = Deadline(NAME, request.timeout_s)
         params = self._params(request)
         try:
@@ -206,7 +206,8 @@ def _classify(exc: BaseException) -> ProviderError:
         return connection_error(NAME, str(exc))
     if isinstance(exc, anthropic.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
-        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        nested = body.get("error")
+        error = nested if isinstance(nested, dict) else {}
         return classify_status(
             NAME,
             exc.status_code,

@@ -7,7 +7,7 @@ Callers build a ``GenerationRequest`` and get a ``GenerationResult`` (or a strea
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -153,4 +153,4 @@ class Provider(Protocol):
 
     async def generate(self, request: GenerationRequest) -> GenerationResult: ...
 
-    def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]: ...
+    def stream(self, request: GenerationRequest) -> AsyncGenerator[StreamEvent, None]: ...

@@ -28,7 +28,7 @@ from crewai.llms.base_llm import BaseLLM, llm_call_context
 from pydantic import BaseModel, PrivateAttr
 
 from services.providers.base import GenerationRequest, GenerationResult, Message, TextBlock
-from services.providers.router import Router, get_router
+from services.providers.router import Router
 from services.runtime import request_context
 from services.runtime.errors import DomainError
 
@@ -59,13 +59,13 @@ class RouterLLM(BaseLLM):
         self,
         *,
         task: str = "crew",
-        router: Router | None = None,
+        router: Router,
         loop: asyncio.AbstractEventLoop | None = None,
         **data: Any,
     ) -> None:
         data.setdefault("model", f"docuthinker/{task}")
-        super().__init__(router_task=task, **data)
-        self._router = router or get_router()
+        super().__init__(router_task=task, **data)  # type: ignore[call-arg]  # a pydantic extra field
+        self._router = router
         if loop is None:
             try:
                 loop = asyncio.get_running_loop()
@@ -109,7 +109,7 @@ class RouterLLM(BaseLLM):
                 from_agent=from_agent,
             )
             normalized = _normalize(messages)
-            self._invoke_before_llm_call_hooks(normalized, from_agent)
+            self._invoke_before_llm_call_hooks(normalized, from_agent)  # type: ignore[arg-type]  # LLMMessage is a TypedDict of str
             model = response_model or getattr(self, "response_format", None)
             request = self._request(normalized, model)
             failure: DomainError | None = None
@@ -184,9 +184,9 @@ class RouterLLM(BaseLLM):
         text = self._apply_stop_words(result.text)
         self._emit_call_completed_event(
             response=text, call_type=LLMCallType.LLM_CALL, from_task=from_task, from_agent=from_agent,
-            messages=messages, usage=usage,
+            messages=messages, usage=usage,  # type: ignore[arg-type]  # LLMMessage is a TypedDict of str
         )
-        text = self._invoke_after_llm_call_hooks(messages, text, from_agent)
+        text = self._invoke_after_llm_call_hooks(messages, text, from_agent)  # type: ignore[arg-type]
         return self._validate_structured_output(text, response_model) if response_model else text
 
     def _run(self, request: GenerationRequest) -> GenerationResult:

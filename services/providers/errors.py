@@ -116,5 +116,5 @@ def to_domain_error(task: str, errors: Sequence[ProviderError]) -> DomainError:
         error = DeadlineExceeded(message, reason="PROVIDER_TIMEOUT", metadata=metadata)
     else:
         error = Unavailable(message, reason="PROVIDER_UNAVAILABLE", metadata=metadata)
-    error.provider_errors = tuple(errors)  # type: ignore[attr-defined]
+    error.provider_errors = tuple(errors)  # type: ignore[union-attr]
     return error

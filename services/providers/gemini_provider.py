@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import uuid
 from contextlib import aclosing
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from google import genai
@@ -86,7 +86,7 @@ class GeminiProvider:
         except Exception as exc:  # noqa: BLE001 - every failure leaves as a ProviderError
             raise _classify(exc) from exc
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[StreamEvent, None]:
         deadline = Deadline(NAME, request.timeout_s)
         model = request.model or self.model
         content: list[ContentBlock] = []
@@ -99,7 +99,7 @@ class GeminiProvider:
                     model=model, contents=_contents(request), config=self._config(request)
                 )
             )
-            async with aclosing(chunks):
+            async with aclosing(chunks):  # type: ignore[type-var]  # google-genai types its async generator as an iterator
                 async for chunk in deadline.iterate(chunks):
                     last = chunk
                     usage = chunk.usage_metadata or usage
@@ -107,7 +107,7 @@ class GeminiProvider:
                         if isinstance(block, TextBlock):
                             text.append(block.text)
                             yield StreamEvent(text_delta=block.text)
-                        else:
+                        elif isinstance(block, ToolUseBlock):  # Gemini sends no tool results
                             content.append(block)
                             yield StreamEvent(tool_use=block)
             if last is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from contextlib import aclosing
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
 from services.providers.base import (
@@ -60,7 +60,7 @@ class LocalProvider:
         assert final is not None
         return final
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[StreamEvent, None]:
         deadline = Deadline(NAME, request.timeout_s)
         body = self._body(request)
         text: list[str] = []
@@ -83,12 +83,13 @@ class LocalProvider:
         output = "".join(text)
         content: list[ContentBlock]
         if request.tools:
-            content = [parse_tool_choice(output, request.tools)]
-            if isinstance(content[0], ToolUseBlock):
+            choice = parse_tool_choice(output, request.tools)
+            content = [choice]
+            if isinstance(choice, ToolUseBlock):
                 finish = "tool_calls"
-                yield StreamEvent(tool_use=content[0])
-            else:
-                yield StreamEvent(text_delta=content[0].text)
+                yield StreamEvent(tool_use=choice)
+            elif isinstance(choice, TextBlock):
+                yield StreamEvent(text_delta=choice.text)
         else:
             content = [TextBlock(output)] if output else []
         cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
@@ -119,7 +120,7 @@ class LocalProvider:
             body["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": dict(schema)}}
         return body
 
-    async def _chunks(self, body: Mapping[str, Any], deadline: Deadline) -> AsyncIterator[Mapping[str, Any]]:
+    async def _chunks(self, body: Mapping[str, Any], deadline: Deadline) -> AsyncGenerator[Mapping[str, Any], None]:
         """Runs one call in a worker thread and relays its chunks; closing the iterator stops it."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import openai
@@ -78,7 +78,7 @@ class OpenAIProvider:
         except Exception as exc:  # noqa: BLE001 - every failure leaves as a ProviderError
             raise _classify(exc) from exc
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[StreamEvent, None]:
         deadline = Deadline(NAME, request.timeout_s)
         params = self._params(request) | {"stream": True, "stream_options": {"include_usage": True}}
         text: list[str] = []
@@ -212,7 +212,8 @@ def _classify(exc: BaseException) -> ProviderError:
         return connection_error(NAME, str(exc))
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
-        error = body.get("error") if isinstance(body.get("error"), dict) else body
+        nested = body.get("error")
+        error = nested if isinstance(nested, dict) else body
         return classify_status(
             NAME,
             exc.status_code,

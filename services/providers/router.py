@@ -16,10 +16,9 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import replace
-from functools import lru_cache
 from typing import Any
 
 from services.providers.base import (
@@ -35,7 +34,7 @@ from services.providers.errors import NoProviderAvailable, to_domain_error
 from services.providers.json_output import validated
 from services.providers.pricing import load_price_table
 from services.providers.registry import FREE_FORM_TASKS, build_providers, enabling_variables, serves
-from services.providers.settings import ProviderSettings, provider_settings
+from services.providers.settings import ProviderSettings
 from services.runtime import domain_metrics, request_context, tracing
 from services.runtime.errors import DeadlineExceeded, Unavailable
 
@@ -132,10 +131,12 @@ class Router:
             timeout = min(timeout, remaining)
         return replace(request, timeout_s=timeout)
 
-    async def generate(self, task: str, request: GenerationRequest) -> GenerationResult:
+    async def generate(self, task: str, request: GenerationRequest, *, pinned: str | None = None) -> GenerationResult:
+        """Through the failover order, or on ``pinned`` alone (the caller checked it may serve ``task``
+        and its circuit): either way with the deadline, JSON validation and call accounting."""
         deadline = self._deadline(request)
         errors: list[ProviderError] = []
-        for provider in self._candidates(task):
+        for provider in [self._providers[pinned]] if pinned else self._candidates(task):
             attempt = self._attempt_request(request, deadline, task)
             started = time.monotonic()
             result: GenerationResult | None = None
@@ -158,7 +159,7 @@ class Router:
             return result
         raise to_domain_error(task, errors)
 
-    async def stream(self, task: str, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, task: str, request: GenerationRequest) -> AsyncGenerator[StreamEvent, None]:
         deadline = self._deadline(request)
         errors: list[ProviderError] = []
         for provider in self._candidates(task):
@@ -233,9 +234,3 @@ def _observe(record: CallRecord) -> None:
 
 def _tenant() -> str:
     return request_context.current_tenant()
-
-
-@lru_cache(maxsize=1)
-def get_router() -> Router:
-    """The process-wide router, configured from the environment on first use."""
-    return Router.from_settings(provider_settings())

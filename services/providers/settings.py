@@ -8,7 +8,6 @@ Keys are ``SecretStr``: they never show up in a settings dump or a log line.
 from __future__ import annotations
 
 import pathlib
-from functools import lru_cache
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -92,8 +91,3 @@ def parse_task_providers(spec: str) -> dict[str, tuple[str, ...]]:
             raise ValueError(f"bad DOCUTHINKER_TASK_PROVIDERS entry {entry!r}: expected task=provider,provider")
         result[task.strip()] = _names(providers)
     return result
-
-
-@lru_cache(maxsize=1)
-def provider_settings() -> ProviderSettings:
-    return ProviderSettings()

@@ -9,7 +9,7 @@ Failures raise ``errors.remote_error``'s domain error, the RAG service's status 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -84,7 +84,7 @@ class RagClient(ServiceClient):
 
     def stream_answer(self, question: str, top_k: int = 0, document_ids: Sequence[str] = (), *,
                       metadata: Sequence[tuple[str, str]] = (),
-                      timeout: float | None = None) -> AsyncIterator[pb.StreamQueryResponse]:
+                      timeout: float | None = None) -> AsyncGenerator[pb.StreamQueryResponse, None]:
         request = pb.StreamQueryRequest(question=question, top_k=top_k, document_ids=document_ids)
         return self._stream("StreamQuery", request, metadata=metadata, timeout=timeout)
 

@@ -136,6 +136,7 @@ def open_postgres_stores(root: pathlib.Path, storage: StorageSettings, model_nam
     metadata = PostgresMetadataStore(db)
     blobs = BlobStore(root / "originals") if storage.postgres_blobs == "filesystem" else PostgresBlobStore(db)
     vectors = PostgresVectors(db, model_name, dimension, storage.postgres_hnsw_ef_search)
+    keyword: Bm25Keywords | FullTextKeywords
     if storage.postgres_keyword == "bm25":
         cache = KeywordIndex(root / "bm25-cache", metadata)
         cache.load()

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import asyncio
 
+import grpc
+
 from docuthinker.rag.v1 import rag_service_pb2, rag_service_pb2_grpc
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
+from services.rag.analysis.settings import AnalysisSettings
 from services.rag.analysis.setup import build_analysis
+from services.rag.answers.settings import AnswerSettings
 from services.rag.answers.setup import build_answering, graph_related
 from services.rag.graph_sync.feed import GraphFeed, mesh_feed
 from services.rag.graph_sync.link import GraphLink
@@ -18,6 +24,7 @@ from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.graph_sync.port import GraphSync
 from services.rag.ingest.embedding import TextEmbedder
 from services.rag.runtime import RagRuntime, metadata_path
+from services.rag.crew import CrewSettings
 from services.rag.servicer import RagServicer
 from services.rag.settings import RagSettings
 from services.rag.speech_setup import build_speech, warm_up
@@ -25,6 +32,7 @@ from services.rag.spoken import SpokenQuestions
 from services.graph.client import GraphClient
 from services.runtime import ChannelPool, MeshSettings, ServiceBinding
 from services.speech import SpeechSettings
+from services.speech.transcriber import WhisperTranscriber
 
 FULL_NAME = rag_service_pb2.DESCRIPTOR.services_by_name["RagService"].full_name
 
@@ -42,8 +50,12 @@ class RagService:
         graph_settings: GraphSyncSettings | None = None,
         speech: SpeechSettings | None = None,
         channels: ChannelPool | None = None,
+        router: Router | None = None,
     ) -> None:
-        """Without ``graph_feed`` (or with an explicit ``graph_sync``) no outbox or worker runs."""
+        """Without ``graph_feed`` (or with an explicit ``graph_sync``) no outbox or worker runs.
+
+        The one place the service's settings are read from the environment (what is not passed in);
+        everything below gets them as arguments."""
         self.settings = settings
         self.channels = channels or ChannelPool(settings)
         self.rag = rag or RagSettings()
@@ -52,10 +64,15 @@ class RagService:
         self._graph_feed = graph_feed
         self.graph_settings = graph_settings or GraphSyncSettings()
         self.speech = speech or SpeechSettings()
-        self.transcriber = None
+        self.answer_settings = AnswerSettings()
+        self.crew_settings = CrewSettings()
+        self.analysis_settings = AnalysisSettings()
+        self.providers = ProviderSettings()
+        self.router = router or Router.from_settings(self.providers)
+        self.transcriber: WhisperTranscriber | None = None
         self.speech_task: asyncio.Task | None = None
         self.graph: GraphLink | None = None
-        self.servicer = RagServicer(settings.max_upload_bytes)
+        self.servicer: RagServicer | None = None
         self.runtime: RagRuntime | None = None
         self.resume_task: asyncio.Task | None = None
 
@@ -75,14 +92,16 @@ class RagService:
             RagRuntime.open, self.settings.data_dir, self.rag, self.settings.max_upload_bytes, model, graph_sync,
             audio,
         )
-        self.servicer.attach(self.runtime.pipeline, self.runtime.catalog)
-        answers, agents = build_answering(
-            self.runtime.index, self.runtime.metadata, model, related_documents=graph_related(GraphClient(self.channels)))
-        self.servicer.attach_answers(answers, agents)
-        self.servicer.attach_spoken(SpokenQuestions(answers, self.transcriber, self.speech.max_question_seconds))
+        answers, agents = build_answering(self.runtime.index, self.runtime.metadata, model, self.answer_settings,
+                                          self.router, related_documents=graph_related(GraphClient(self.channels)))
+        spoken = SpokenQuestions(answers, self.transcriber, self.speech.max_question_seconds)
         self.speech_task = asyncio.get_running_loop().create_task(warm_up(self.transcriber))
-        self.servicer.attach_analysis(
-            *build_analysis(self.runtime.pipeline, self.runtime.catalog, answers, self.channels))
+        inputs, crew, analysis = build_analysis(self.runtime.pipeline, self.runtime.catalog, answers, self.channels,
+                                                self.router, self.providers, self.crew_settings,
+                                                self.analysis_settings)
+        self.servicer = RagServicer(
+            self.settings.max_upload_bytes, pipeline=self.runtime.pipeline, catalog=self.runtime.catalog,
+            answers=answers, agents=agents, spoken=spoken, inputs=inputs, crew=crew, analysis=analysis)
         self.resume_task = asyncio.get_running_loop().create_task(
             self.runtime.pipeline.resume_unfinished(enabled=self.rag.resume_on_startup)
         )
@@ -93,7 +112,8 @@ class RagService:
         if self.resume_task is not None:
             self.resume_task.cancel()
             await asyncio.gather(self.resume_task, return_exceptions=True)
-        await self.servicer.close_analysis()
+        if self.servicer is not None:
+            await self.servicer.analysis.close()
         if self.speech_task is not None:
             await asyncio.gather(self.speech_task, return_exceptions=True)
         if self.graph is not None:
@@ -108,11 +128,15 @@ class RagService:
             self.transcriber.close()
             self.transcriber = None
 
+    def _register(self, server: grpc.aio.Server) -> None:
+        assert self.servicer is not None, "registered after on_start (runtime.server.create_server)"
+        rag_service_pb2_grpc.add_RagServiceServicer_to_server(self.servicer, server)
+
     def binding(self) -> ServiceBinding:
         return ServiceBinding(
             name="rag",
             full_names=[FULL_NAME],
-            register=lambda server: rag_service_pb2_grpc.add_RagServiceServicer_to_server(self.servicer, server),
+            register=self._register,
             on_start=self.start,
             on_stop=self.stop,
             channels=self.channels,

@@ -12,38 +12,42 @@ from docuthinker.rag.v1 import rag_service_pb2 as pb
 from docuthinker.rag.v1 import rag_service_pb2_grpc as pb_grpc
 from google.api import httpbody_pb2
 from services.rag import messages
+from services.rag.agents.graph import AgentGraph
+from services.rag.analysis.pipeline import AnalysisPipeline
 from services.rag.analysis.rpcs import AnalysisRpcs
+from services.rag.answers.answering import AnswerService
 from services.rag.answers.rpcs import AnswerRpcs
 from services.rag.catalog import DocumentCatalog
+from services.rag.crew import CrewRunner, DocumentInputs
+from services.rag.spoken import SpokenQuestions
 from services.rag.spoken_rpcs import SpokenRpcs
 from services.rag.documents import IngestOutcome
 from services.rag.ingest.formats import check_size, detect_type, sanitize_filename
 from services.rag.ingest.pipeline import IngestionPipeline
-from services.runtime.errors import FieldViolation, InvalidArgument, Unavailable
+from services.runtime.errors import FieldViolation, InvalidArgument
 from services.runtime.request_context import current_tenant
 
 
 class RagServicer(AnswerRpcs, AnalysisRpcs, SpokenRpcs, pb_grpc.RagServiceServicer):
-    def __init__(self, max_upload_bytes: int) -> None:
+    """Built once its dependencies exist (``RagService.start``), so every RPC finds them."""
+
+    def __init__(
+        self,
+        max_upload_bytes: int,
+        *,
+        pipeline: IngestionPipeline,
+        catalog: DocumentCatalog,
+        answers: AnswerService,
+        agents: AgentGraph,
+        spoken: SpokenQuestions,
+        inputs: DocumentInputs,
+        crew: CrewRunner,
+        analysis: AnalysisPipeline,
+    ) -> None:
         self._max_upload_bytes = max_upload_bytes
-        self._pipeline: IngestionPipeline | None = None
-        self._catalog: DocumentCatalog | None = None
-
-    def attach(self, pipeline: IngestionPipeline, catalog: DocumentCatalog) -> None:
-        self._pipeline = pipeline
-        self._catalog = catalog
-
-    @property
-    def pipeline(self) -> IngestionPipeline:
-        if self._pipeline is None:
-            raise Unavailable("the RAG service is still starting", reason="STARTING")
-        return self._pipeline
-
-    @property
-    def catalog(self) -> DocumentCatalog:
-        if self._catalog is None:
-            raise Unavailable("the RAG service is still starting", reason="STARTING")
-        return self._catalog
+        self.pipeline, self.catalog = pipeline, catalog
+        self.answers, self.agents, self.spoken = answers, agents, spoken
+        self.inputs, self.crew, self.analysis = inputs, crew, analysis
 
     # -- uploads ---------------------------------------------------------------------
     async def UploadDocument(self, request: pb.UploadDocumentRequest, context) -> AsyncIterator:

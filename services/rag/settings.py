@@ -6,7 +6,6 @@ because Envoy enforces the same number on REST bodies; the data directory is the
 
 from __future__ import annotations
 
-from functools import lru_cache
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -80,8 +79,3 @@ class RagSettings(BaseSettings):
                 f"DOCUTHINKER_RAG_CHUNK_SIZE ({self.chunk_size})"
             )
         return self
-
-
-@lru_cache(maxsize=1)
-def rag_settings() -> RagSettings:
-    return RagSettings()

@@ -5,21 +5,11 @@ from __future__ import annotations
 from docuthinker.rag.v1 import rag_service_pb2 as pb
 from services.rag.answers import messages as msg
 from services.rag.spoken import SpokenQuestions
-from services.runtime.errors import Unavailable
 from services.runtime.request_context import current_tenant
 
 
 class SpokenRpcs:
-    _spoken: SpokenQuestions | None = None
-
-    def attach_spoken(self, spoken: SpokenQuestions) -> None:
-        self._spoken = spoken
-
-    @property
-    def spoken(self) -> SpokenQuestions:
-        if self._spoken is None:
-            raise Unavailable("the RAG service is still starting", reason="STARTING")
-        return self._spoken
+    spoken: SpokenQuestions
 
     async def SpokenQuery(self, request: pb.SpokenQueryRequest, context) -> pb.SpokenQueryResponse:
         result = await self.spoken.ask(current_tenant(), request.audio.data, request.top_k,

@@ -2,7 +2,7 @@
 
 from services.runtime.channels import open_channel, service_channel
 from services.runtime.clients import ChannelPool
-from services.runtime.config import SERVICE_NAMES, MeshSettings, mesh_settings
+from services.runtime.config import SERVICE_NAMES, MeshSettings
 from services.runtime.request_context import current_tenant
 from services.runtime.server import RunningServer, ServiceBinding, create_server, serve
 
@@ -14,7 +14,6 @@ __all__ = [
     "ServiceBinding",
     "create_server",
     "current_tenant",
-    "mesh_settings",
     "open_channel",
     "service_channel",
     "serve",

@@ -10,7 +10,7 @@ request id, deadline, metrics, traces) and the contract-derived retry policy
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any, ClassVar, TypeAlias
 
 import grpc
@@ -82,7 +82,7 @@ class ServiceClient:
         except grpc.aio.AioRpcError as exc:
             raise remote_error(exc, f"{self.SERVICE}.{method}") from None
 
-    async def _stream(self, method: str, request: Any, **options: Any) -> AsyncIterator[Any]:
+    async def _stream(self, method: str, request: Any, **options: Any) -> AsyncGenerator[Any, None]:
         call = getattr(self._stub_now(), method)(request, **options)
         try:
             async for message in call:

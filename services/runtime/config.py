@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pathlib
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import TypeVar
 
 from pydantic import Field
@@ -18,6 +17,10 @@ from pydantic_settings.sources.utils import parse_env_vars
 from services.runtime.peers import Peer, parse_peer
 
 SERVICE_NAMES = ("orchestrator", "rag", "nlp", "graph")
+
+
+DEFAULT_TENANT = "default"
+"""``MeshSettings.default_tenant`` unless configured; also the tenant of work outside any request."""
 
 
 class MeshSettings(BaseSettings):
@@ -66,7 +69,7 @@ class MeshSettings(BaseSettings):
     """Where ``make run`` writes one log per process."""
     log_level: str = "INFO"
     """Log level of every process (JSON lines on stderr)."""
-    default_tenant: str = "default"
+    default_tenant: str = DEFAULT_TENANT
     """Tenant used when a request carries no ``x-tenant-id`` metadata."""
     shutdown_grace_s: float = Field(default=5.0, ge=0)
     """How long in-flight RPCs may run after SIGTERM before they are cancelled."""
@@ -133,8 +136,3 @@ def settings_from_env(cls: type[S], env: Mapping[str, str]) -> S:
             return parse_env_vars(env, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
 
     return cls(**_Mapping(cls)())
-
-
-@lru_cache(maxsize=1)
-def mesh_settings() -> MeshSettings:
-    return MeshSettings()

@@ -8,6 +8,7 @@ which Envoy's transcoder renders as the JSON body of the HTTP error.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 from dataclasses import dataclass, field
 
 import grpc
@@ -61,61 +62,69 @@ def _pack(message) -> any_pb2.Any:
     return packed
 
 
-def _kind(code: grpc.StatusCode, default_reason: str):
-    class _Error(DomainError):
-        def __init__(
-            self,
-            message: str,
-            reason: str = default_reason,
-            metadata: Mapping[str, str] | None = None,
-            violations: Sequence[FieldViolation] = (),
-        ) -> None:
-            super().__init__(message, reason, dict(metadata or {}), tuple(violations), code)
+class _Kind(DomainError):
+    """A domain error of one status code; subclasses name the code and the default reason."""
 
-    return _Error
+    _status: ClassVar[grpc.StatusCode] = grpc.StatusCode.UNKNOWN
+    _default_reason: ClassVar[str] = "UNKNOWN"
+
+    def __init_subclass__(cls, status: grpc.StatusCode | None = None, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if status is not None:
+            cls._status, cls._default_reason = status, status.name
+
+    def __init__(
+        self,
+        message: str,
+        reason: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        violations: Sequence[FieldViolation] = (),
+    ) -> None:
+        super().__init__(message, self._default_reason if reason is None else reason, dict(metadata or {}),
+                         tuple(violations), self._status)
 
 
-class InvalidArgument(_kind(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT")):
+class InvalidArgument(_Kind, status=grpc.StatusCode.INVALID_ARGUMENT):
     """The request is malformed; usually carries field violations."""
 
 
-class NotFound(_kind(grpc.StatusCode.NOT_FOUND, "NOT_FOUND")):
+class NotFound(_Kind, status=grpc.StatusCode.NOT_FOUND):
     """The named resource does not exist for this tenant."""
 
 
-class AlreadyExists(_kind(grpc.StatusCode.ALREADY_EXISTS, "ALREADY_EXISTS")):
+class AlreadyExists(_Kind, status=grpc.StatusCode.ALREADY_EXISTS):
     """The resource already exists."""
 
 
-class FailedPrecondition(_kind(grpc.StatusCode.FAILED_PRECONDITION, "FAILED_PRECONDITION")):
+class FailedPrecondition(_Kind, status=grpc.StatusCode.FAILED_PRECONDITION):
     """The system is not in a state to serve this request (e.g. no provider configured)."""
 
 
-class Unauthenticated(_kind(grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED")):
+class Unauthenticated(_Kind, status=grpc.StatusCode.UNAUTHENTICATED):
     """The caller did not prove who it is (no or a wrong credential)."""
 
 
-class PermissionDenied(_kind(grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")):
+class PermissionDenied(_Kind, status=grpc.StatusCode.PERMISSION_DENIED):
     """The caller is known but may not do this (its role or tenant does not allow it)."""
 
 
-class ResourceExhausted(_kind(grpc.StatusCode.RESOURCE_EXHAUSTED, "RESOURCE_EXHAUSTED")):
+class ResourceExhausted(_Kind, status=grpc.StatusCode.RESOURCE_EXHAUSTED):
     """A size, quota or budget limit was exceeded."""
 
 
-class Unavailable(_kind(grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")):
+class Unavailable(_Kind, status=grpc.StatusCode.UNAVAILABLE):
     """A dependency is down; retrying later may succeed."""
 
 
-class DeadlineExceeded(_kind(grpc.StatusCode.DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED")):
+class DeadlineExceeded(_Kind, status=grpc.StatusCode.DEADLINE_EXCEEDED):
     """The operation ran out of time."""
 
 
-class Unimplemented(_kind(grpc.StatusCode.UNIMPLEMENTED, "UNIMPLEMENTED")):
+class Unimplemented(_Kind, status=grpc.StatusCode.UNIMPLEMENTED):
     """The operation is not available in this build."""
 
 
-class Internal(_kind(grpc.StatusCode.INTERNAL, "INTERNAL")):
+class Internal(_Kind, status=grpc.StatusCode.INTERNAL):
     """A bug: logged with its traceback, reported without it."""
 
 

@@ -157,7 +157,7 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             metrics.SERVER_HANDLED.labels(self._service, label, code).inc()
             metrics.SERVER_LATENCY.labels(self._service, label).observe(time.perf_counter() - started)
         if span is not None:
-            tracing.end_server_span(*span, code)
+            tracing.end_server_span(span[0], span[1], code)
 
     def _wrap_unary(self, behavior, method: str, headers: dict[str, str]):
         async def wrapper(request, context: grpc.aio.ServicerContext):

@@ -11,6 +11,8 @@ import re
 import time
 from dataclasses import dataclass
 
+from services.runtime.config import DEFAULT_TENANT
+
 TENANT_HEADER = "x-tenant-id"
 REQUEST_ID_HEADER = "x-request-id"
 # Set by the gateway from the bearer token's role claim (a client's own is dropped there); trusted
@@ -47,7 +49,9 @@ def current() -> RequestContext | None:
     return _current.get()
 
 
-def current_tenant(default: str = "default") -> str:
+def current_tenant(default: str = DEFAULT_TENANT) -> str:
+    """The request's tenant (the interceptor binds ``MeshSettings.default_tenant`` when the caller
+    names none); ``default`` outside a request (background work binds a context of its own)."""
     ctx = _current.get()
     return ctx.tenant if ctx else default
 

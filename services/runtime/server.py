@@ -35,7 +35,7 @@ class ServiceBinding:
     full_names: Sequence[str]
     """Fully qualified gRPC service names, for health and reflection."""
     register: Callable[[grpc.aio.Server], None]
-    """Adds the servicers to the server."""
+    """Adds the servicers to the server; called after ``on_start``, before the server starts."""
     on_start: Callable[[], Awaitable[None]] | None = None
     on_stop: Callable[[], Awaitable[None]] | None = None
     extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = field(default_factory=tuple)
@@ -79,7 +79,6 @@ async def create_server(binding: ServiceBinding, settings: MeshSettings, port: i
             *keepalive.server_options(settings),
         ],
     )
-    binding.register(server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -92,6 +91,7 @@ async def create_server(binding: ServiceBinding, settings: MeshSettings, port: i
         raise RuntimeError(f"{binding.name}: cannot bind {settings.host}:{bind_port}")
     if binding.on_start is not None:
         await binding.on_start()
+    binding.register(server)  # after on_start: a servicer may be built from what start-up opened
     await server.start()
     running = RunningServer(server, bound, health_servicer, binding)
     await running.set_serving(True)

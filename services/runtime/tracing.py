@@ -15,6 +15,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator, Mapping, MutableMapping
+from contextvars import Token
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -120,7 +121,7 @@ def stage(name: str, **attributes) -> Iterator[trace.Span]:
         yield span
 
 
-def record_span(name: str, started_perf: float, ended_perf: float | None = None, **attributes) -> None:
+def record_span(name: str, started_perf: float, ended_perf: float | None = None, /, **attributes: object) -> None:
     """A span for a stage already timed with ``time.perf_counter()`` (child of the current span)."""
     if not enabled():
         return
@@ -148,7 +149,7 @@ def background(name: str, traceparent: str | None, **attributes) -> Iterator[tra
         yield span
 
 
-def start_server_span(method: str, headers: Mapping[str, str]) -> tuple[trace.Span, object]:
+def start_server_span(method: str, headers: Mapping[str, str]) -> tuple[trace.Span, Token[otel_context.Context]]:
     """Starts and makes current the span of an incoming RPC; returns (span, token to detach)."""
     service, _, name = method.lstrip("/").rpartition("/")
     span = _tracer.start_span(
@@ -159,7 +160,7 @@ def start_server_span(method: str, headers: Mapping[str, str]) -> tuple[trace.Sp
     return span, token
 
 
-def end_server_span(span: trace.Span, token: object, code: str) -> None:
+def end_server_span(span: trace.Span, token: Token[otel_context.Context], code: str) -> None:
     span.set_attribute("rpc.grpc.status_code", code)
     if code not in ("OK", "ABORTED_BY_HANDLER"):
         span.set_status(Status(StatusCode.ERROR, code))

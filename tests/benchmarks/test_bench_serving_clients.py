@@ -12,10 +12,15 @@ import pytest
 from bench.serving_bench import goals
 from bench.serving_clients import EmptyReply, GrpcClient, inprocess
 from bench.synthetic_corpus import BasePool, CorpusWriter, synthetic_chunks
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
+from services.rag.answers.settings import AnswerSettings
 from services.models.embedder import get_embedder
 from services.rag.answers.setup import build_answering
 from services.rag.service import RagService
 from services.runtime import MeshSettings, create_server
+
+pytestmark = pytest.mark.models  # the real embedder / local model
 
 TOPICS = ["insulin resistance in muscle", "tumour suppressor genes", "antibody response to vaccines",
           "mitochondrial DNA mutations", "neuron firing in the hippocampus", "kinase inhibitors in leukaemia"]
@@ -32,7 +37,8 @@ async def served(tmp_path_factory):
     writer = CorpusWriter(root)
     corpus_texts, vectors = synthetic_chunks(pool, 60, seed=2, max_chars=900)
     writer.write("bench-a", corpus_texts, vectors)
-    answers, _ = build_answering(writer.index, writer.metadata, get_embedder())
+    answers, _ = build_answering(writer.index, writer.metadata, get_embedder(), AnswerSettings(),
+                                 Router.from_settings(ProviderSettings()))
     settings = MeshSettings(data_dir=root)
     running = await create_server(RagService(settings).binding(), settings, port=0)
     client = GrpcClient(f"127.0.0.1:{running.port}")

@@ -246,7 +246,7 @@ def chat(rclient, message: str = "Say hello in three words.") -> dict:
 
 def test_provider_failure_trips_the_breaker_fails_over_and_the_probe_closes_it(rclient, vendor):
     vendor.failing = True
-    for n in range(3):
+    for _ in range(3):
         subtask = chat(rclient)
         assert subtask["state"] == "TASK_STATE_SUCCEEDED", subtask
         assert subtask["provider"] == "local" and subtask["data"]["providers_tried"] == ["openai", "local"]

@@ -25,6 +25,7 @@ from services.graph.knowledge_graph import KnowledgeGraph
 from services.graph.settings import GraphSettings, Neo4jSettings
 from services.graph.store import GraphStore
 from services.runtime import request_context
+from servicer_view import ServicerView
 
 BACKENDS = ["ladybug", "arcadedb", "arcadedb-shared"] + (["neo4j"] if os.environ.get("NEO4J_TEST_URI") else [])
 
@@ -116,8 +117,8 @@ def _as_tenant(tenant: str) -> Iterator[None]:
 
 
 @pytest.fixture
-def graph(store) -> KnowledgeGraph:
-    return KnowledgeGraph(store, GraphSettings(upsert_batch_facts=50, query_timeout_s=5.0))
+def graph(store) -> ServicerView:
+    return ServicerView(KnowledgeGraph(store, GraphSettings(upsert_batch_facts=50, query_timeout_s=5.0)))
 
 
 @pytest.fixture

@@ -65,9 +65,9 @@ async def test_the_oom_query_is_refused_before_it_runs(ladybug, as_tenant):
     graph = KnowledgeGraph(ladybug, GraphSettings())
     with as_tenant("acme"):
         with pytest.raises(InvalidArgument) as refused:
-            await graph.query("UNWIND range(1, 1e9) AS x RETURN sum(x) AS s", {})
+            await graph.query("acme", "UNWIND range(1, 1e9) AS x RETURN sum(x) AS s", {})
         assert refused.value.reason == "QUERY_TOO_LARGE"
-        assert (await graph.query("UNWIND range(1, 1000) AS x RETURN sum(x) AS s", {})).rows == ({"s": 500500},)
+        assert (await graph.query("acme", "UNWIND range(1, 1000) AS x RETURN sum(x) AS s", {})).rows == ({"s": 500500},)
 
 
 async def test_a_query_that_fills_the_buffer_pool_fails_alone(ladybug, as_tenant):
@@ -76,10 +76,10 @@ async def test_a_query_that_fills_the_buffer_pool_fails_alone(ladybug, as_tenant
         with pytest.raises(InvalidArgument) as refused:
             # 10^6 strings of 1,000 characters: about 1 GB, far past the 64 MB pool
             await graph.query(
-                "UNWIND range(1, 1000) AS a UNWIND range(1, 1000) AS b RETURN size(collect(repeat('x', 1000))) AS n", {}
+                "acme", "UNWIND range(1, 1000) AS a UNWIND range(1, 1000) AS b RETURN size(collect(repeat('x', 1000))) AS n", {}
             )
         assert refused.value.reason == "QUERY_TOO_LARGE"
-        assert (await graph.query("RETURN 1 AS one", {})).rows == ({"one": 1},)
+        assert (await graph.query("acme", "RETURN 1 AS one", {})).rows == ({"one": 1},)
 
 
 async def test_slow_queries_end_at_their_deadline_and_leave_room_for_others(tmp_path, as_tenant):
@@ -89,9 +89,9 @@ async def test_slow_queries_end_at_their_deadline_and_leave_room_for_others(tmp_
     slow = "UNWIND range(1, 1000000) AS a UNWIND range(1, 1000000) AS b RETURN sum(a * b) AS s"
     try:
         with as_tenant("acme"):
-            outcomes = await asyncio.gather(*(graph.query(slow, {}) for _ in range(3)), return_exceptions=True)
+            outcomes = await asyncio.gather(*(graph.query("acme", slow, {}) for _ in range(3)), return_exceptions=True)
             assert all(isinstance(o, DeadlineExceeded) for o in outcomes), outcomes
             # once the engine has let go of the slow ones, a quick query runs as usual
-            assert (await graph.query("RETURN 2 AS two", {})).rows == ({"two": 2},)
+            assert (await graph.query("acme", "RETURN 2 AS two", {})).rows == ({"two": 2},)
     finally:
         await store.close()

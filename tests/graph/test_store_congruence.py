@@ -17,6 +17,7 @@ from services.graph.knowledge_graph import KnowledgeGraph
 from services.graph.settings import GraphSettings
 from services.graph.store import EntityMention, GraphStats
 from services.runtime.errors import DeadlineExceeded, FailedPrecondition, InvalidArgument, NotFound
+from servicer_view import ServicerView
 
 ALPHA = DocumentUpsert(
     "d1", "Alpha",
@@ -242,7 +243,7 @@ async def test_query_time_limit(store, tenants, ingest, as_tenant, queries_suppo
     if not queries_supported:
         return
     # The range() cap (tested in test_query_bounds) is lifted: this test is about the time limit.
-    graph = KnowledgeGraph(store, GraphSettings(query_timeout_s=0.02, query_max_range_items=10**9))
+    graph = ServicerView(KnowledgeGraph(store, GraphSettings(query_timeout_s=0.02, query_max_range_items=10**9)))
     # Far past the limit everywhere, but kept small on Bolt: ArcadeDB ignores transaction timeouts and
     # finishes the query in the background after the client has given up.
     n = 20_000 if store.backend == "ladybug" else 3_000
@@ -274,7 +275,7 @@ async def test_backends_agree_on_a_generated_graph(all_backends, open_backend, t
     outcomes = {}
     for backend in all_backends:
         store = await open_backend(backend)
-        graph = KnowledgeGraph(store, GraphSettings(upsert_batch_facts=20))
+        graph = ServicerView(KnowledgeGraph(store, GraphSettings(upsert_batch_facts=20)))
         try:
             with as_tenant(tenants.a):
                 batcher = graph.upsert_batcher()
@@ -314,7 +315,7 @@ async def test_backends_agree_on_a_generated_graph(all_backends, open_backend, t
 async def test_reingesting_a_densely_shared_batch_never_duplicates_edges(store, tenants, as_tenant):
     """Regression: ArcadeDB skipped edges of well-connected nodes when deleting them as it streamed the
     matches, so a re-ingest in large batches duplicated a few edges (now: collected, then deleted)."""
-    graph = KnowledgeGraph(store, GraphSettings())  # default batches: all 300 documents in one transaction
+    graph = ServicerView(KnowledgeGraph(store, GraphSettings()))  # default batches: all 300 documents in one transaction
     docs = [
         DocumentUpsert(f"doc-{i:03d}", f"D{i}", topics=(("Hub topic", 0.5), (f"topic {i % 9}", 0.3)),
                        entities=(("Hub Inc.", "ORG", 1 + i % 4), ("Other Hub", "ORG", 2),

@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from services.models.embedder import DIMENSION, get_embedder
+import pytest
+
+pytestmark = pytest.mark.models  # the real embedder / local model
 
 TEXTS = [
     "The cooperative cleans the rooftop solar panels twice a year, in April and in October.",

@@ -14,6 +14,8 @@ from services.runtime.errors import FailedPrecondition, InvalidArgument, Unavail
 from .documents import MEMO
 from .fakes import NoProviders, ScriptedGenerator
 
+pytestmark = pytest.mark.models  # the real spaCy pipeline
+
 
 @pytest.fixture(scope="module")
 def memo() -> grounding.Grounding:

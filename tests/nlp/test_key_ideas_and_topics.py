@@ -13,6 +13,8 @@ from services.runtime.errors import InvalidArgument
 from .documents import OFF_TOPIC, SOLAR
 from .fakes import NoProviders, ScriptedGenerator
 
+pytestmark = pytest.mark.models  # the real spaCy pipeline
+
 
 @pytest.fixture(scope="module")
 def solar() -> PreparedText:

@@ -20,6 +20,8 @@ from .documents import MEMO
 from .fakes import ScriptedGenerator
 from .server import serve_nlp
 
+pytestmark = pytest.mark.models  # the real spaCy pipeline
+
 CALL = Usage(input_tokens=120, output_tokens=40, cache_read_tokens=10, cost_usd=0.002)
 
 

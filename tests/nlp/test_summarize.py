@@ -15,6 +15,8 @@ from services.runtime.errors import InvalidArgument
 from .documents import NEAR_DUPLICATES, OFF_TOPIC, SOLAR
 from .fakes import NoProviders, ScriptedGenerator
 
+pytestmark = pytest.mark.models  # the real spaCy pipeline
+
 
 @pytest.fixture(scope="module")
 def solar() -> PreparedText:

@@ -8,6 +8,8 @@ from services.models.embedder import get_embedder
 from services.orchestrator.intents import INTENTS, ROUTES, IntentClassifier
 from services.runtime.errors import InvalidArgument
 
+pytestmark = pytest.mark.models  # the real embedder / local model
+
 SEED_INTENTS = {
     "document.upload", "document.summarize", "document.keyIdeas", "document.discussionPoints", "document.sentiment",
     "document.bulletSummary", "document.rewrite", "document.recommendations", "document.categorize",

@@ -38,6 +38,7 @@ async def anthropic_router(vendor) -> Router:
     return Router({"anthropic": provider}, ProviderSettings(provider_order="anthropic"))
 
 
+@pytest.mark.models  # the local LLM
 def test_a_one_agent_crew_runs_on_the_local_model(offline):
     llm = RouterLLM(task="crew", router=Router.from_settings(ProviderSettings()), max_tokens=80, temperature=0.2)
     analyst = Agent(

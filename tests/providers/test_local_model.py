@@ -26,6 +26,8 @@ from services.providers.local_tools import parse_tool_choice
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
 
+pytestmark = pytest.mark.models  # the real embedder / local model
+
 REWRITE = GenerationRequest(
     system="You rewrite text in a formal tone. Reply with the rewritten text only.",
     messages=[Message("user", "hey guys, the meeting got moved to 3pm, don't be late")],

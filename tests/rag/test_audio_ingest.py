@@ -24,6 +24,8 @@ from tests.speech.media_fixtures import contains_words, encode, espeak_available
 from .fakes import HashEmbedder
 from .probes import collect
 
+pytestmark = pytest.mark.models  # Whisper
+
 MAX_UPLOAD = 8 * 1024 * 1024
 
 

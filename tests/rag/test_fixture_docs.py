@@ -21,7 +21,7 @@ from services.runtime.errors import DomainError
 
 from .probes import collect
 
-pytestmark = pytest.mark.fixtures
+pytestmark = [pytest.mark.fixtures, pytest.mark.models]  # every parser, OCR and Whisper included
 
 REFUSED = {
     "encrypted-r6-user-password.pdf": (grpc.StatusCode.FAILED_PRECONDITION, "ENCRYPTED_PDF"),

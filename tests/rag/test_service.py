@@ -21,6 +21,8 @@ from services.runtime import MeshSettings, create_server
 
 from .factories import make_docx, make_pdf, make_xlsx
 
+pytestmark = pytest.mark.models  # the real embedder / local model
+
 LIMIT = 256 * 1024
 
 

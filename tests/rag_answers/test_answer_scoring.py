@@ -16,6 +16,8 @@ from services.rag.answers.features import FEATURE_NAMES, Candidate, feature_matr
 from services.rag.answers.scoring import ANSWERABILITY_NAMES, AnswerScorer, LinearModel, answerability_features
 from services.rag.retrieval import HybridRetriever, RetrievedChunk
 
+pytestmark = pytest.mark.models  # the real embedder / local model
+
 COL = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
 

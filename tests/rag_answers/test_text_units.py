@@ -10,6 +10,8 @@ from services.rag.answers.model import SupportStatus
 from services.rag.answers.sentences import split_sentences
 from services.rag.answers.support import SupportChecker, answer_status
 
+pytestmark = pytest.mark.models  # the real embedder / local model
+
 TEXT = """Dr. Smith went to Washington. He arrived at 5 p.m. on Jan. 3, 2020! Was it fun?
 - first bullet item
 - second bullet item

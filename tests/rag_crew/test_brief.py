@@ -13,6 +13,8 @@ from services.rag.answers.extractive import ExtractiveAnswerer
 from services.rag.answers.model import REFUSAL, SupportStatus
 from services.rag.retrieval import HybridRetriever
 
+pytestmark = pytest.mark.models  # the real embedder / local model
+
 PAGE = (
     "Acme Wind Operations Report. The Lyon warehouse stores spare turbine blades for the northern wind farms. "
     "Inspections found corrosion on 14 blades in 2024, up from 6 in 2023. "

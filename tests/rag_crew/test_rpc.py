@@ -11,6 +11,8 @@ from docuthinker.rag.v1 import rag_service_pb2_grpc as pb_grpc
 from services.rag.service import RagService
 from services.runtime import MeshSettings, create_server
 
+pytestmark = pytest.mark.models  # a RagService over the real embedder
+
 META = (("x-tenant-id", "crew-rpc"),)
 
 

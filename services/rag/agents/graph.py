@@ -196,7 +196,7 @@ class AgentGraph:
         state = self._initial(tenant, question, top_k, document_ids)
         await self._answers.check_documents(tenant, state["document_ids"])
         async for update in self._graph.astream(state, stream_mode="updates"):
-            for node, delta in update.items():
+            for delta in update.values():
                 steps = delta.get("steps", [])
                 state = {**state, **delta, "steps": state["steps"] + steps}
                 for step in steps:

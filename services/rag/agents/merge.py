@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from services.rag.answers.model import REFUSAL, GroundedAnswer, SupportStatus, Usage, with_marker
+from services.rag.answers.model import (
+    REFUSAL,
+    AnswerSentence,
+    Citation,
+    GroundedAnswer,
+    SupportStatus,
+    Usage,
+    with_marker,
+)
 from services.rag.answers.support import answer_status, confidence_note
 from services.rag.retrieval import RetrievedChunk
 
@@ -16,17 +24,19 @@ def merge_parts(question: str, parts: Sequence[tuple[str, GroundedAnswer]],
                 retrieved: Sequence[RetrievedChunk]) -> GroundedAnswer:
     if len(parts) == 1:
         return replace(parts[0][1], question=question, retrieved=tuple(retrieved))
-    citations, sentences, texts, unanswered = [], [], [], []
+    citations: list[Citation] = []
+    sentences: list[AnswerSentence] = []
+    texts: list[str] = []
+    unanswered: list[str] = []
     usage = Usage()
     for index, (sub_query, answer) in enumerate(parts):
-        usage = Usage(*(a + b for a, b in zip(
-            (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.cost_usd),
-            (answer.usage.input_tokens, answer.usage.output_tokens, answer.usage.cache_read_tokens,
-             answer.usage.cache_write_tokens, answer.usage.cost_usd), strict=True)))
+        usage = Usage(usage.input_tokens + answer.usage.input_tokens, usage.output_tokens + answer.usage.output_tokens,
+                      usage.cache_read_tokens + answer.usage.cache_read_tokens,
+                      usage.cache_write_tokens + answer.usage.cache_write_tokens, usage.cost_usd + answer.usage.cost_usd)
         if answer.abstained:
             unanswered.append(sub_query)
             continue
-        renumber = {}
+        renumber: dict[int, int] = {}
         for citation in answer.citations:
             renumber[citation.marker] = len(citations) + 1
             citations.append(replace(citation, marker=len(citations) + 1))

@@ -108,13 +108,13 @@ def validate(request: AnalysisRequest) -> None:
 
 class AnalysisPipeline:
     def __init__(self, inputs: DocumentInputs, records: Records, nlp: NlpPort, answers: Answers, crew: Crew,
-                 settings: AnalysisSettings | None = None) -> None:
+                 settings: AnalysisSettings) -> None:
         self._inputs = inputs
         self._records = records
         self._nlp = nlp
         self._answers = answers
         self._crew = crew
-        self.settings = settings or AnalysisSettings()
+        self.settings = settings
         self._graph = self._build()
 
     def _build(self):

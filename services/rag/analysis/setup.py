@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
 from services.rag.analysis.answers import RagAnswers
 from services.nlp.client import NlpClient
 from services.rag.analysis.nlp import NlpPort
@@ -32,12 +34,15 @@ def build_analysis(
     catalog: DocumentCatalog,
     answers: AnswerService,
     channels: ChannelPool,
+    router: Router,
+    providers: ProviderSettings,
+    crew_settings: CrewSettings,
+    settings: AnalysisSettings,
     nlp: NlpPort | None = None,
-    crew_settings: CrewSettings | None = None,
-    settings: AnalysisSettings | None = None,
 ) -> tuple[DocumentInputs, CrewRunner, AnalysisPipeline]:
     nlp = nlp or NlpClient(channels)
     inputs = DocumentInputs(pipeline, catalog)
-    crew = CrewRunner(_Retrieval(answers), nlp, inputs.text, crew_settings or CrewSettings())
-    analysis = AnalysisPipeline(inputs, catalog, nlp, RagAnswers(answers), crew, settings or AnalysisSettings())
+    crew = CrewRunner(_Retrieval(answers), nlp, inputs.text, crew_settings,
+                      router=lambda: router, providers=lambda: providers)
+    analysis = AnalysisPipeline(inputs, catalog, nlp, RagAnswers(answers), crew, settings)
     return inputs, crew, analysis

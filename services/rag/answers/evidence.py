@@ -59,7 +59,8 @@ class EvidenceRanker:
 
     def __init__(self, engine: ExtractiveAnswerer, model: LinearModel | None = None) -> None:
         self._engine = engine
-        self.model = model or LinearModel(*answer_model.CHUNK)
+        coef, intercept = answer_model.CHUNK
+        self.model = model or LinearModel(tuple(coef), intercept)
         if len(self.model.coef) != len(CHUNK_FEATURE_NAMES):
             raise ValueError("chunk model does not match the feature set; refit with bench.calibrate_abstention")
 

@@ -118,7 +118,7 @@ class ExtractiveAnswerer:
         if not found:
             return []
         decisions = self.scorer.sentence_decisions(matrix)
-        probabilities = sigmoid(decisions)
+        probabilities = np.asarray(sigmoid(decisions))
         cosine, coverage = FEATURE_NAMES.index("cosine"), FEATURE_NAMES.index("coverage")
         scored = [
             ScoredSentence(hit, span, float(p), float(row[cosine]), float(row[coverage]), float(d), tuple(row))

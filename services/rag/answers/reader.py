@@ -33,7 +33,7 @@ from services.rag.answers import lexical
 from services.rag.answers.answer_types import NAMED, TYPE_WORDS, TYPED, AnswerType, classify
 from services.rag.answers.sentences import Span, split_sentences
 from services.rag.answers.spans import noun_terms, short_answer
-from services.rag.answers.tables import CellAnswer, Table, lookup, tables_in
+from services.rag.answers.tables import Table, lookup, tables_in
 from services.rag.answers.typed_spans import TypedSpan, acronym_expansion, acronyms_in, typed_spans
 from services.rag.retrieval import RetrievedChunk
 
@@ -100,7 +100,7 @@ def is_fragment(text: str, heading_path: Sequence[str] = ()) -> bool:
 def key_terms(question: str, kind: AnswerType, source_terms: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:
     """(names and numbers, other nouns) of the question an answer's evidence must hold, stemmed."""
     type_words = lexical.content_terms(" ".join(TYPE_WORDS.get(kind, ())))
-    names, nouns = set(), set()
+    names, nouns = set[str](), set[str]()
     for word, is_name in noun_terms(question):
         for term in lexical.content_terms(word):
             if term in type_words:
@@ -194,7 +194,8 @@ class Reader:
                               if t.header is not None and len(t.header.cells) == table.width), None)
                 table = Table(donor, table.rows, table.title, table.width)
             patched.append((index, table, context))
-        similarity = (lambda texts: self._similarity(question, texts)) if self._similarity else None
+        similar = self._similarity
+        similarity = (lambda texts: similar(question, texts)) if similar else None
         answer = lookup(question, patched, similarity)
         if answer is None or not _fits(kind, answer.cell.text):
             return None

@@ -14,29 +14,13 @@ from services.rag.answers import messages as msg
 from services.rag.agents.graph import AgentGraph, AgentResult
 from services.rag.answers.answering import AnswerDelta, AnswerDone, AnswerService, CitationEvent, RetrievalEvent
 from services.rag.retrieval import FusionMethod
-from services.runtime.errors import FieldViolation, InvalidArgument, Unavailable
+from services.runtime.errors import FieldViolation, InvalidArgument
 from services.runtime.request_context import current_tenant
 
 
 class AnswerRpcs:
-    _answers: AnswerService | None = None
-    _agents: AgentGraph | None = None
-
-    def attach_answers(self, answers: AnswerService, agents: AgentGraph) -> None:
-        self._answers = answers
-        self._agents = agents
-
-    @property
-    def answers(self) -> AnswerService:
-        if self._answers is None:
-            raise Unavailable("the RAG service is still starting", reason="STARTING")
-        return self._answers
-
-    @property
-    def agents(self) -> AgentGraph:
-        if self._agents is None:
-            raise Unavailable("the RAG service is still starting", reason="STARTING")
-        return self._agents
+    answers: AnswerService
+    agents: AgentGraph
 
     async def Search(self, request: pb.SearchRequest, context) -> pb.SearchResponse:
         if request.fusion and request.fusion not in FusionMethod._value2member_map_:

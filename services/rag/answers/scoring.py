@@ -64,7 +64,8 @@ class AnswerScorer:
 
     @classmethod
     def shipped(cls) -> AnswerScorer:
-        return cls(LinearModel(*answer_model.SENTENCE), LinearModel(*answer_model.ANSWERABILITY))
+        (sentence, sentence_b), (answerable, answerable_b) = answer_model.SENTENCE, answer_model.ANSWERABILITY
+        return cls(LinearModel(tuple(sentence), sentence_b), LinearModel(tuple(answerable), answerable_b))
 
     def sentence_decisions(self, matrix: np.ndarray) -> np.ndarray:
         return self.sentence.decision(matrix)

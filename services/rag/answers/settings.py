@@ -15,14 +15,15 @@ from services.rag.answers.extractive import ABSTAIN_THRESHOLD
 from services.rag.retrieval.config import DEFAULT_FUSION, DEFAULT_SCORE_FUSION, FusionMethod, RetrievalConfig
 from services.rag.retrieval.fusion import Normalisation, ScoreFusionConfig
 
-_FUSIONS = {"rrf": FusionMethod.RRF, "score": FusionMethod.SCORE, "dense": FusionMethod.DENSE_ONLY,
+FusionName = Literal["rrf", "score", "dense", "keyword"]
+_FUSIONS: dict[FusionName, FusionMethod] = {"rrf": FusionMethod.RRF, "score": FusionMethod.SCORE, "dense": FusionMethod.DENSE_ONLY,
             "keyword": FusionMethod.KEYWORD_ONLY}
 
 
 class AnswerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DOCUTHINKER_RAG_", frozen=True, extra="ignore")
 
-    fusion: Literal["rrf", "score", "dense", "keyword"] = {v: k for k, v in _FUSIONS.items()}[DEFAULT_FUSION]
+    fusion: FusionName = {v: k for k, v in _FUSIONS.items()}[DEFAULT_FUSION]
     """Default fusion of keyword and dense retrieval (measured on SciFact; see README)."""
     dense_weight: float = Field(default=DEFAULT_SCORE_FUSION.dense_weight, ge=0, le=1)
     """Weight of the dense retriever in the normalised score fusion (keyword gets 1 - this)."""

@@ -15,20 +15,15 @@ from services.rag.answers.support import SupportChecker
 from services.rag.answers.vectors import CachedEncoder
 from services.rag.retrieval import ChunkIndex, HybridRetriever, QueryEncoder, RelatedDocuments
 from services.graph.client import GraphApi
+from services.providers.router import Router
 from services.runtime.errors import DomainError
 
 log = logging.getLogger("docuthinker.rag.answers")
 
 
-def _router():
-    from services.providers.router import get_router
-
-    return get_router()
-
-
-def _serves(task: str) -> bool:
+def _serves(router: Router, task: str) -> bool:
     try:
-        return _router().can_serve(task)
+        return router.can_serve(task)
     except Exception as exc:  # noqa: BLE001 - a broken provider config must not break offline answers
         log.warning("provider router unavailable; answering offline", extra={"fields": {"error": str(exc)[:200]}})
         return False
@@ -51,16 +46,16 @@ def build_answering(
     index: ChunkIndex,
     documents: DocumentLookup,
     encoder: QueryEncoder,
-    settings: AnswerSettings | None = None,
+    settings: AnswerSettings,
+    router: Router,
     related_documents: RelatedDocuments | None = None,
 ) -> tuple[AnswerService, AgentGraph]:
-    settings = settings or AnswerSettings()
     cached = CachedEncoder(encoder)
     retriever = HybridRetriever(index, encoder, settings.retrieval_config(),
                                 related_documents=related_documents if settings.graph_expansion else None)
     checker = SupportChecker(cached)
     extractive = ExtractiveAnswerer(cached, ExtractiveConfig(abstain_threshold=settings.abstain_threshold))
-    generative = GenerativeAnswerer(_router, checker) if settings.generative_answers else None
-    answers = AnswerService(retriever, extractive, generative, documents, can_generate=lambda: _serves("answer"))
-    planner = Planner(_router, can_generate=lambda: settings.llm_planner and _serves("plan"))
+    generative = GenerativeAnswerer(lambda: router, checker) if settings.generative_answers else None
+    answers = AnswerService(retriever, extractive, generative, documents, can_generate=lambda: _serves(router, "answer"))
+    planner = Planner(lambda: router, can_generate=lambda: settings.llm_planner and _serves(router, "plan"))
     return answers, AgentGraph(answers, planner, checker)

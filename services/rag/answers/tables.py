@@ -329,7 +329,7 @@ def lookup(question: str, tables: Sequence[tuple[int, Table, str]], similarity: 
             if not heads:
                 continue
             # The row label: the row's text cell best named by the question.
-            label_index, label_score, label_hits = -1, 0.0, frozenset()
+            label_index, label_score, label_hits = -1, 0.0, frozenset[str]()
             for index, cell in enumerate(row.cells):
                 cell_terms = lexical.content_terms(cell.text)
                 if not cell_terms or is_numeric(cell.text):

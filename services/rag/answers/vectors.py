@@ -36,4 +36,4 @@ class CachedEncoder:
             rows = [self._cache[t] if t in self._cache else None for t in texts]
         if any(r is None for r in rows):  # evicted between the two locks by a concurrent caller
             return self._encoder.encode(texts)
-        return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+        return np.stack([r for r in rows if r is not None]) if rows else np.zeros((0, 0), dtype=np.float32)

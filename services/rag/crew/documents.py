@@ -68,8 +68,8 @@ class DocumentInputs:
 
 async def _outcome(events) -> IngestOutcome:
     outcome = None
+    event: IngestEvent
     async for event in events:
-        event: IngestEvent
         if isinstance(event, IngestOutcome):
             outcome = event
     if outcome is None:

@@ -7,6 +7,7 @@ in the worker thread, not at service start.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, cast
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")  # no phoning home from an offline service
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
@@ -17,13 +18,19 @@ from services.providers.crewai_llm import LLMCallFailed, RouterLLM  # noqa: E402
 from services.rag.crew.plan import AgentRun, CrewPlan  # noqa: E402
 from services.rag.crew.tools import tools_for  # noqa: E402
 
+if TYPE_CHECKING:
+    from crewai.agents.agent_builder.base_agent import BaseAgent
+    from crewai.crews.crew_output import CrewOutput
+
 
 def run_crew(plan: CrewPlan) -> list[AgentRun]:
     """Runs the tasks in order (Process.sequential: each sees the previous outputs as context).
 
     Raises the router's domain error when an agent's LLM call failed on every provider.
     """
-    llms, agents, tasks = [], [], []
+    llms: list[RouterLLM] = []
+    agents: list[BaseAgent] = []
+    tasks: list[Task] = []
     for member in plan.members:
         llm = RouterLLM(task="crew", router=member.router, loop=plan.loop, max_tokens=plan.max_tokens,
                         temperature=plan.temperature)
@@ -50,5 +57,5 @@ def run_crew(plan: CrewPlan) -> list[AgentRun]:
         raise failure  # outside the except block: the domain error alone, not CrewAI's traceback
     return [
         AgentRun(member.role, task_output.raw, tuple(llm.results))
-        for member, task_output, llm in zip(plan.members, output.tasks_output, llms, strict=True)
+        for member, task_output, llm in zip(plan.members, cast("CrewOutput", output).tasks_output, llms, strict=True)
     ]

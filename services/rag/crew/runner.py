@@ -20,8 +20,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from services.providers.base import Usage
-from services.providers.router import Router, get_router
-from services.providers.settings import ProviderSettings, provider_settings
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
 from services.rag.crew.engines import TASK, agent_router
 from services.rag.crew.evidence import EvidenceSearch, Snippet, Topic, TopicSource, evidence_lines
 from services.rag.crew.grounding import with_sources
@@ -87,15 +87,16 @@ class CrewRunner:
         search: EvidenceSearch,
         topic_source: TopicSource,
         document_text: TextSource,
-        settings: CrewSettings | None = None,
-        router: Callable[[], Router] = get_router,
-        providers: Callable[[], ProviderSettings] = provider_settings,
+        settings: CrewSettings,
+        *,
+        router: Callable[[], Router],
+        providers: Callable[[], ProviderSettings],
         kickoff: Kickoff = _run_crew,
     ) -> None:
         self._search = search
         self._topic_source = topic_source
         self._document_text = document_text
-        self.settings = settings or CrewSettings()
+        self.settings = settings
         self._router = router
         self._providers = providers
         self._kickoff = kickoff

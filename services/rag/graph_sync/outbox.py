@@ -244,7 +244,7 @@ class GraphOutbox:
 
     # -- inspection ------------------------------------------------------------------
     def entries(self, tenant: str | None = None) -> list[OutboxEntry]:
-        sql, args = f"SELECT {COLUMNS} FROM graph_outbox", ()
+        sql, args = f"SELECT {COLUMNS} FROM graph_outbox", tuple[str, ...]()
         if tenant is not None:
             sql, args = sql + " WHERE tenant=?", (tenant,)
         with self._lock:

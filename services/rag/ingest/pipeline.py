@@ -89,7 +89,9 @@ class IngestionPipeline:
         self._metadata = index.metadata
         self._blobs = blobs
         # A factory defers loading the model until the first document needs it.
-        self._embedder_factory = (lambda: embedder) if hasattr(embedder, "encode") else embedder
+        self._embedder_factory: Callable[[], TextEmbedder] = (
+            (lambda: embedder) if hasattr(embedder, "encode") else embedder  # type: ignore[assignment,return-value]
+        )
         self._graph_sync = graph_sync
         self._config = config
         self._on_change = on_change
@@ -98,7 +100,7 @@ class IngestionPipeline:
 
     @property
     def embedder(self) -> TextEmbedder:
-        return self._embedder_factory()  # type: ignore[operator]
+        return self._embedder_factory()
 
     @property
     def busy(self) -> bool:

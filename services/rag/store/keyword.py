@@ -16,12 +16,20 @@ import pathlib
 import shutil
 import threading
 from dataclasses import dataclass
+from typing import Protocol
 
 import bm25s
 import numpy as np
 import Stemmer
 
-from services.rag.store.metadata import MetadataStore
+
+class ChunkTexts(Protocol):
+    """What the BM25 cache reads of a metadata store (the SQLite one or the PostgreSQL one)."""
+
+    def generation(self, tenant: str) -> int: ...
+
+    def visible_texts(self, tenant: str) -> tuple[int, list[tuple[str, str]]]: ...
+
 
 log = logging.getLogger("docuthinker.rag.keyword")
 
@@ -41,7 +49,7 @@ class _Built:
 
 
 class KeywordIndex:
-    def __init__(self, root: pathlib.Path, metadata: MetadataStore) -> None:
+    def __init__(self, root: pathlib.Path, metadata: ChunkTexts) -> None:
         self._root = root
         self._metadata = metadata
         self._built: dict[str, _Built] = {}

@@ -101,6 +101,12 @@ class PostgresMetadataStore:
         with self._db.connection() as conn:
             return conn.execute("SELECT COUNT(*) AS n FROM rag_documents WHERE tenant=%s", (tenant,)).fetchone()["n"]
 
+    def count_chunks(self, tenant: str) -> int:
+        """Chunks of the tenant's documents (the per-tenant chunk quota counts these)."""
+        with self._db.connection() as conn:
+            return int(conn.execute("SELECT COALESCE(SUM(chunk_count), 0) AS n FROM rag_documents WHERE tenant=%s",
+                                    (tenant,)).fetchone()["n"])
+
     def unfinished_documents(self) -> list[DocumentRecord]:
         """Documents in a non-terminal status (left behind by a crash), oldest first, of every tenant."""
         with self._db.connection() as conn:

@@ -72,7 +72,7 @@ class VectorStore:
                 offset += len(ids)
                 vectors = np.asarray(page["embeddings"], dtype=np.float32)
                 by_tenant: dict[str, list[int]] = {}
-                for row, (chunk_id, meta) in enumerate(zip(ids, page["metadatas"], strict=True)):
+                for row, (chunk_id, meta) in enumerate(zip(ids, page["metadatas"] or [], strict=True)):
                     if chunk_id not in known_chunk_ids:
                         orphans.append(chunk_id)
                         continue
@@ -102,7 +102,7 @@ class VectorStore:
                     metadatas=[{"tenant": tenant, "document_id": document_id}] * len(chunk_ids[start:stop]),
                 )
             index = self._index(tenant)
-            index.remove_ids(keys)
+            index.remove_ids(keys)  # type: ignore[arg-type]  # faiss's stubs name only the IDSelector form
             index.add_with_ids(vectors, keys)
 
     def remove(self, tenant: str, chunk_ids: Sequence[str]) -> None:
@@ -113,7 +113,7 @@ class VectorStore:
                 self._collection.delete(ids=list(chunk_ids[start : start + _CHROMA_BATCH]))
             index = self._faiss.get(tenant)
             if index is not None:
-                index.remove_ids(np.array([vector_key(c) for c in chunk_ids], dtype=np.int64))
+                index.remove_ids(np.array([vector_key(c) for c in chunk_ids], dtype=np.int64))  # type: ignore[arg-type]
 
     def search(
         self, tenant: str, vector: np.ndarray, k: int, allowed_keys: Sequence[int] | None = None
@@ -129,7 +129,7 @@ class VectorStore:
                 if not allowed_keys:
                     return []
                 selector = faiss.IDSelectorBatch(np.asarray(allowed_keys, dtype=np.int64))
-                scores, keys = index.search(query, k, params=faiss.SearchParameters(sel=selector))
+                scores, keys = index.search(query, k, params=faiss.SearchParameters(sel=selector))  # type: ignore[call-arg]  # SWIG kwargs
             else:
                 scores, keys = index.search(query, k)
         return [(int(key), float(score)) for key, score in zip(keys[0], scores[0], strict=True) if key >= 0]

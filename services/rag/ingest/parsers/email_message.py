@@ -12,7 +12,7 @@ from __future__ import annotations
 import email
 import email.policy
 from collections.abc import Callable
-from email.message import EmailMessage
+from email.message import EmailMessage, Message
 
 from services.rag.documents import ParsedDocument, Section
 from services.rag.ingest.formats import FileType, corrupt, detect_type, sanitize_filename
@@ -65,7 +65,9 @@ def _body(message: EmailMessage, limits: ParseLimits) -> str:
     part = message.get_body(preferencelist=("plain", "html"))
     if part is None:
         return ""
-    payload = part.get_payload(decode=True) or b""
+    payload = part.get_payload(decode=True)
+    if not isinstance(payload, bytes):
+        payload = b""
     if part.get_content_subtype() == "html":
         return "\n\n".join(s.text for s in parse_html(payload, limits).sections)
     charset = part.get_content_charset()
@@ -82,8 +84,13 @@ def _attachment(part: EmailMessage, name: str, limits: ParseLimits, parse_attach
         if depth + 1 >= MAX_DEPTH:
             raise too_large("levels of attached messages", MAX_DEPTH, "TOO_DEEP")
         inner = part.get_payload(0) if part.is_multipart() else None
-        data = inner.as_bytes() if inner is not None else (part.get_payload(decode=True) or b"")
+        data = inner.as_bytes() if isinstance(inner, Message) else _decoded(part)
         return parse_eml(data, limits, parse_attachment, depth + 1)
-    data = part.get_payload(decode=True) or b""
+    data = _decoded(part)
     file_type = detect_type(name, part.get_content_type())
     return parse_attachment(data, file_type, limits)
+
+
+def _decoded(part: EmailMessage) -> bytes:
+    payload = part.get_payload(decode=True)
+    return payload if isinstance(payload, bytes) else b""

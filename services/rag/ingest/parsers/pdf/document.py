@@ -123,7 +123,8 @@ def _read_scans(
             with _PDFIUM_LOCK:
                 page = document[index]
                 try:
-                    scale = _render_scale(*page.get_size(), ocr.dpi, limits.max_image_pixels)
+                    width, height = page.get_size()
+                    scale = _render_scale(width, height, ocr.dpi, limits.max_image_pixels)
                     image = page.render(scale=scale, grayscale=True).to_pil()
                 finally:
                     page.close()

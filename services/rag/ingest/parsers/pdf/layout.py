@@ -85,8 +85,8 @@ def _with_geometry(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage, text: str
         if pdfium_c.FPDFText_GetCharAngle(textpage.raw, index) > 0.01:
             boxes.append(_NO_BOX)  # rotated text (a margin stamp, an axis label) is not part of a row
             continue
-        l, b, r, t = textpage.get_charbox(index, loose=True)
-        boxes.append((l - left, top - t, r - left, top - b))
+        x0, b, r, t = textpage.get_charbox(index, loose=True)
+        boxes.append((x0 - left, top - t, r - left, top - b))
     rules = _rules(page, left, top)
     if not _may_hold_table(text, rules, boxes):
         return PageLayer(text)
@@ -238,9 +238,9 @@ def _page_sections(layer: PageLayer, tables: list[PdfTable], page: int, limits: 
         flush_prose()
         sections.extend(_table_sections(tables[table], page, limits, caption))
     flush_prose()
-    for number, table in enumerate(tables):  # a table PDFium did not see (text drawn as paths?)
+    for number, unseen in enumerate(tables):  # a table PDFium did not see (text drawn as paths?)
         if number not in placed:
-            sections.extend(_table_sections(table, page, limits, ""))
+            sections.extend(_table_sections(unseen, page, limits, ""))
     return sections
 
 
