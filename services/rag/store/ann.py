@@ -30,6 +30,15 @@ class HnswParams:
     ef_search: int = 96
 
 
+def _last_of_each(keys: np.ndarray, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One row per key, the last one given (an add replaces)."""
+    _, first_in_reversed = np.unique(keys[::-1], return_index=True)
+    if len(first_in_reversed) == len(keys):
+        return keys, vectors
+    rows = np.sort(len(keys) - 1 - first_in_reversed)
+    return keys[rows], vectors[rows]
+
+
 class ExactIndex:
     kind = "exact"
 
@@ -100,14 +109,18 @@ class HnswIndex:
         return len(self._keys) - len(self._label)
 
     def add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        keys, vectors = _last_of_each(keys, vectors)
         self._tombstone(keys)
+        self._append(keys, vectors)
+        self._maybe_compact()
+
+    def _append(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         first = int(self._index.ntotal)
         self._index.add(vectors)
         self._keys = np.concatenate([self._keys, keys.astype(np.int64)])
         self._live = np.concatenate([self._live, np.ones(len(keys), dtype=bool)])
         for offset, key in enumerate(keys.tolist()):
             self._label[key] = first + offset
-        self._maybe_compact()
 
     def remove(self, keys: np.ndarray) -> None:
         self._tombstone(keys)
@@ -124,7 +137,7 @@ class HnswIndex:
             keys, vectors = self.items()
             self._index = self._empty()
             self._keys, self._live, self._label = np.zeros(0, np.int64), np.zeros(0, bool), {}
-            self.add(keys, vectors)
+            self._append(keys, vectors)
 
     def live_keys(self) -> list[int]:
         return list(self._label)
@@ -146,7 +159,8 @@ class HnswIndex:
             selector = faiss.IDSelectorBatch(np.asarray(labels, dtype=np.int64))
             params.sel = selector
         elif self.dead:
-            selector = faiss.IDSelectorBitmap(len(self._live), np.packbits(self._live, bitorder="little"))
+            bitmap = np.packbits(self._live, bitorder="little")  # must outlive the search
+            selector = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))
             params.sel = selector
         scores, labels = self._index.search(query, k, params=params)
         keys = np.where(labels >= 0, self._keys[np.clip(labels, 0, None)], -1)

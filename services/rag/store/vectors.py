@@ -19,6 +19,7 @@ import pathlib
 import re
 import shutil
 import threading
+import zipfile
 from collections.abc import Sequence
 
 import faiss
@@ -173,7 +174,7 @@ class VectorStore:
         if path.exists():
             try:
                 index = HnswIndex.load(path, self.dimension, self.hnsw)
-            except (OSError, ValueError, RuntimeError) as exc:
+            except (OSError, ValueError, RuntimeError, KeyError, zipfile.BadZipFile) as exc:
                 log.warning("unreadable HNSW snapshot, rebuilding", extra={"fields": {"tenant": tenant,
                                                                                       "error": str(exc)}})
             else:
