@@ -16,7 +16,10 @@ from services.rag.documents import (
     document_id_for,
     vector_key,
 )
+import pytest
+
 from services.rag.store import KeywordIndex
+from services.rag.store.vectors import EmbedderMismatchError
 
 from .fakes import HashEmbedder
 from .probes import held_by_each_store
@@ -162,3 +165,30 @@ def test_chunk_reads_use_the_narrow_key_not_a_tenant_scan(open_runtime) -> None:
         plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
         assert "documents_by_status" not in plan and "chunks_by_key (tenant=?)" not in plan, (sql[:80], plan)
         assert "SCAN" not in plan, (sql[:80], plan)
+
+
+class _Int8HashEmbedder(HashEmbedder):
+    """The same vectors under another identity: what switching DOCUTHINKER_EMBED_RUNTIME looks like."""
+
+    identity = "test-hash-embedder/int8"
+
+
+def test_switching_embedder_re_embeds_nothing_silently(open_runtime) -> None:
+    runtime = open_runtime()
+    record, sections, chunks = _document(runtime, "acme", ["durable vector text", "another durable text"])
+    _index(runtime, record, sections, chunks)
+    runtime.metadata.close()
+
+    switched = _Int8HashEmbedder()
+    with pytest.raises(EmbedderMismatchError, match="REINDEX_ON_MODEL_CHANGE"):
+        open_runtime(switched)
+    assert switched.calls == []  # refused before anything was embedded or mixed
+
+    reindexed = open_runtime(switched, reindex_on_model_change=True)  # the explicit re-index path
+    assert sum(switched.calls) == 2
+    assert reindexed.vectors.identity == "test-hash-embedder/int8"
+    hits = reindexed.index.dense_search("acme", switched.encode(["durable vector"])[0], 2)
+    assert {c for c, _ in hits} == {c.chunk_id for c in chunks}
+    reindexed.metadata.close()
+    with pytest.raises(EmbedderMismatchError):
+        open_runtime(HashEmbedder())  # and now the old embedder is the stranger

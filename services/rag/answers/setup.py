@@ -59,9 +59,11 @@ def build_answering(
     encoder: QueryEncoder,
     settings: AnswerSettings | None = None,
     related_documents: RelatedDocuments | None = None,
+    sentence_cache: CachedEncoder | None = None,
 ) -> tuple[AnswerService, AgentGraph]:
+    """``sentence_cache``: the sentence vectors' cache, when the caller also fills it (``sentence_warmup``)."""
     settings = settings or AnswerSettings()
-    cached = CachedEncoder(encoder)
+    cached = sentence_cache or CachedEncoder(encoder)
     retriever = HybridRetriever(index, encoder, settings.retrieval_config(),
                                 related_documents=related_documents if settings.graph_expansion else None)
     checker = SupportChecker(cached)
