@@ -23,6 +23,7 @@ START, END = "<!-- config-table:start -->", "<!-- config-table:end -->"
 MODULES = [
     "services.runtime.config",
     "services.providers.settings",
+    "services.models.settings",
     "services.rag.settings",
     "services.rag.answers.settings",
     "services.rag.graph_sync.settings",
