@@ -77,12 +77,12 @@ def throughput(embedders: dict, texts: list[str], rounds: int, batch_size: int) 
                    "x_torch": round(statistics.median(r) / torch_rate, 2)} for name, r in rates.items()}
 
 
-def tuning(runtime: str, texts: list[str]) -> dict:
+def tuning(runtime: str, texts: list[str], quick: bool) -> dict:
     out = {}
     for threads in (1, 2):
         embedder = build_embedder(runtime=runtime, settings=embedder_settings().model_copy(update={"threads": threads}))
         embedder.encode(texts[:32])
-        for batch_size in (16, 32, 64):
+        for batch_size in (32,) if quick else (16, 32, 64):
             out[f"threads={threads},batch={batch_size}"] = round(rate(embedder, texts, batch_size), 1)
         out[f"threads={threads},batch=32,arrival-order"] = round(rate(embedder, texts, 32, sort=False), 1)
     return out
@@ -96,13 +96,14 @@ def agreement(vectors: dict[str, np.ndarray]) -> dict:
     return out
 
 
-def quality(embedders: dict, quick: bool) -> dict:
+def quality(embedders: dict, quick: bool, with_squad: bool) -> dict:
     out = {}
     squad.QUICK_QUESTIONS = 100 if quick else squad.QUICK_QUESTIONS
     for name, embedder in embedders.items():
         started = time.perf_counter()
         sci = scifact.run(quick, encoder=DiskCachedEncoder("scifact", embedder=embedder))
-        sq = squad.run(True, encoder=DiskCachedEncoder("squad", embedder=embedder))
+        sq = (squad.run(True, encoder=DiskCachedEncoder("squad", embedder=embedder)) if with_squad
+              else {"evidence@5": None, "f1": None, "questions": 0})
         out[name] = {
             "scifact_dense_ndcg@10": sci["methods"]["dense"]["ndcg@10"],
             "scifact_dense_recall@100": sci["methods"]["dense"]["recall@100"],
@@ -133,7 +134,7 @@ def choose(speed: dict, agree: dict, qual: dict | None) -> tuple[str, list[str]]
     return max(eligible, key=lambda n: speed[n]["chunks_per_s"]), reasons
 
 
-def run(quick: bool, skip_quality: bool) -> dict:
+def run(quick: bool, skip_quality: bool, sample_size: int, rounds: int, with_squad: bool) -> dict:
     started = time.perf_counter()
     chunks = scifact_chunks()
     rss = {"before_models_mib": round(psutil.Process().memory_info().rss / 2**20)}
@@ -141,7 +142,7 @@ def run(quick: bool, skip_quality: bool) -> dict:
     for name in RUNTIMES:
         embedders[name] = build_embedder(runtime=name)
         rss[f"after_{name}_mib"] = round(psutil.Process().memory_info().rss / 2**20)
-    sample = random.Random(5).sample(chunks, 256 if quick else 768)
+    sample = random.Random(5).sample(chunks, sample_size)
     if quick:  # the quick SciFact sample's chunks: the quality runs embed (and cache) them per runtime
         corpus, queries, qrels = scifact.load()
         texts, _ = scifact.sample(corpus, queries, qrels, True)
@@ -151,9 +152,9 @@ def run(quick: bool, skip_quality: bool) -> dict:
                     "chunks_total": len(chunks), "throughput_sample_chunks": len(sample),
                     "batch_size": embedder_settings().batch_size,
                     "onnx_threads": embedders["onnx"].threads}
-    result["throughput"] = throughput(embedders, sample, 3 if quick else 5, embedder_settings().batch_size)
-    result["tuning"] = {name: tuning(name, sample[:128]) for name in ("onnx", "onnx-int8")}
-    result["quality"] = None if skip_quality else quality(embedders, quick)
+    result["throughput"] = throughput(embedders, sample, rounds, embedder_settings().batch_size)
+    result["tuning"] = {name: tuning(name, sample[:128], quick) for name in ("onnx", "onnx-int8")}
+    result["quality"] = None if skip_quality else quality(embedders, quick, with_squad)
     agree_texts = chunks if not skip_quality else sample
     vectors = {name: DiskCachedEncoder("scifact", embedder=e).encode(agree_texts) for name, e in embedders.items()}
     result["agreement"] = agreement(vectors) | {"chunks": len(agree_texts)}
@@ -167,8 +168,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--skip-squad", action="store_true")
+    parser.add_argument("--sample", type=int, default=768, help="chunks timed per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quality-queries", type=int, default=scifact.QUICK_QUERIES, help="--quick SciFact sample")
+    parser.add_argument("--quality-docs", type=int, default=scifact.QUICK_DOCS)
     args = parser.parse_args()
-    result = run(args.quick, args.skip_quality)
+    scifact.QUICK_QUERIES, scifact.QUICK_DOCS = args.quality_queries, args.quality_docs
+    result = run(args.quick, args.skip_quality, args.sample, args.rounds, not args.skip_squad)
+    result["args"] = vars(args)
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"embed-{result['date']}{'-quick' if args.quick else ''}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
