@@ -25,6 +25,15 @@ def embedder_identity(embedder: TextEmbedder) -> str:
     return str(getattr(embedder, "identity", embedder.name))
 
 
+def legacy_identity(embedder: TextEmbedder) -> str | None:
+    """Indexes written before identities were recorded hold PyTorch (fp32) vectors of the real model."""
+    if not hasattr(embedder, "identity"):
+        return None
+    from services.models.embedder import identity
+
+    return identity("torch")
+
+
 def open_vectors(root: pathlib.Path, settings: RagSettings, embedder: TextEmbedder) -> tuple[VectorStore, bool]:
     """The vector store for ``embedder``; True when it was emptied for a re-index."""
     def store() -> VectorStore:
@@ -32,7 +41,7 @@ def open_vectors(root: pathlib.Path, settings: RagSettings, embedder: TextEmbedd
             root / "chroma", embedder.name, embedder.dimension, settings.faiss_threads,
             identity=embedder_identity(embedder), hnsw_threshold=settings.hnsw_threshold,
             hnsw=HnswParams(settings.hnsw_m, settings.hnsw_ef_construction, settings.hnsw_ef_search),
-            snapshot_dir=root / "ann")
+            snapshot_dir=root / "ann", legacy_identity=legacy_identity(embedder))
 
     try:
         return store(), False

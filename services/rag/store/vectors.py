@@ -49,9 +49,10 @@ def _chroma_metadata(model_name: str, dimension: int, identity: str) -> dict:
 class VectorStore:
     def __init__(self, root: pathlib.Path, model_name: str, dimension: int, search_threads: int = 1,
                  identity: str | None = None, hnsw_threshold: int = 50_000, hnsw: HnswParams | None = None,
-                 snapshot_dir: pathlib.Path | None = None, check_identity: bool = True) -> None:
+                 snapshot_dir: pathlib.Path | None = None, check_identity: bool = True,
+                 legacy_identity: str | None = None) -> None:
         """``identity`` defaults to ``model_name`` (test embedders); a collection made before identities
-        were recorded is taken to hold ``identity``'s vectors and is stamped with it."""
+        were recorded holds ``legacy_identity``'s vectors (default: ``identity``) and is stamped so."""
         import chromadb
         from chromadb.config import Settings
 
@@ -70,9 +71,10 @@ class VectorStore:
             self._name, embedding_function=None, metadata=_chroma_metadata(model_name, dimension, self.identity),
         )
         recorded = (self._collection.metadata or {}).get("embedder")
-        if recorded is None:
-            self._collection.modify(metadata=_chroma_metadata(model_name, dimension, self.identity))
-        elif recorded != self.identity and check_identity:
+        if recorded is None:  # made before identities were recorded: by ``legacy_identity``
+            recorded = legacy_identity or self.identity
+            self._collection.modify(metadata=_chroma_metadata(model_name, dimension, recorded))
+        if recorded != self.identity and check_identity:
             raise EmbedderMismatchError(
                 f"the index holds vectors of {recorded}, the service runs {self.identity}: set "
                 "DOCUTHINKER_EMBED_RUNTIME back, or set DOCUTHINKER_RAG_REINDEX_ON_MODEL_CHANGE=true "
