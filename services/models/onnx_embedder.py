@@ -33,6 +33,9 @@ class OnnxEmbedder:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.intra_op_num_threads = threads or (os.cpu_count() or 1)
         options.inter_op_num_threads = 1
+        # ONNX Runtime's own thread pool spins between ops by default; with the cores shared (other
+        # requests, services) that burns their time, as OpenMP's did (bench/README.md, the same trap).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         self._name, self._dimension, self._identity, self.runtime = name, dimension, identity, runtime
         self.batch_size = batch_size
