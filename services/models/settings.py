@@ -20,10 +20,13 @@ class EmbedderSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="DOCUTHINKER_EMBED_", frozen=True, extra="ignore")
 
-    runtime: Runtime = "onnx-int8"
-    """``onnx-int8`` (ONNX Runtime, dynamically quantised; chosen by bench/embed_bench.py: fastest within 0.005
-    SciFact nDCG@10 of PyTorch, mean cosine >= 0.99), ``onnx`` (ONNX Runtime, fp32) or ``torch``
-    (sentence-transformers). Vectors of another runtime in an index are refused at startup (see the rag README)."""
+    runtime: Runtime = "torch"
+    """``torch`` (sentence-transformers), ``onnx`` (ONNX Runtime fp32, the same vectors) or ``onnx-int8``
+    (dynamically quantised; its own vectors). The rule for the default (bench/embed_bench.py): the fastest
+    variant within 0.005 SciFact nDCG@10 of PyTorch with mean cosine >= 0.99. Measured on a saturated
+    2-core machine (bench/results/embed-throughput-2026-12-02-nospin.json) ONNX fp32 ran at 0.89x and
+    int8 at 1.15x PyTorch, and int8's nDCG was not measured, so PyTorch stays the default until
+    ``make bench-embed`` says otherwise. Vectors of another precision in an index are refused at startup."""
     cache_dir: pathlib.Path | None = None
     """Where exported ONNX files are kept, one folder per weights hash; unset: ``<DOCUTHINKER_DATA_DIR>/models``."""
     threads: int = Field(default=0, ge=0, le=256)
