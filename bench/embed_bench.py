@@ -33,8 +33,8 @@ from bench import scifact, squad
 from bench.corpus import DiskCachedEncoder
 from services.models.embedder import build_embedder
 from services.models.settings import embedder_settings
-from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
 from services.rag.documents import Section
+from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
 from services.rag.settings import RagSettings
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"

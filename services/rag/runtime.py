@@ -20,8 +20,8 @@ from services.rag.ingest.parsers import AudioReader, ParseLimits
 from services.rag.ingest.pipeline import IngestionPipeline, PipelineConfig
 from services.rag.keyword_refresh import KeywordRefresher
 from services.rag.locks import KeyedLocks
-from services.rag.settings import RagSettings
 from services.rag.reindex import open_vectors, reembed_all
+from services.rag.settings import RagSettings
 from services.rag.store import BlobStore, ChunkIndex, KeywordIndex, MetadataStore, VectorStore
 
 log = logging.getLogger("docuthinker.rag")

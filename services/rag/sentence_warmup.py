@@ -44,7 +44,7 @@ class SentenceWarmer:
             batch, self._pending = self._pending[:512], self._pending[512:]
             try:
                 await asyncio.to_thread(self._cache.encode, batch)
-            except Exception as exc:  # noqa: BLE001 - a cold first question is the only cost
+            except Exception as exc:
                 log.warning("sentence warm-up failed", exc_info=exc)
 
     async def drain(self) -> None:

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from services.rag.documents import vector_key
-from services.rag.store import VectorStore
-from services.rag.store import ann
+from services.rag.store import VectorStore, ann
 from services.rag.store.ann import ExactIndex, HnswIndex
 from services.rag.store.vectors import EmbedderMismatchError
 

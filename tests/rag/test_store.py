@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import time
 
+import pytest
+
 from services.rag.documents import (
     Chunk,
     DocumentRecord,
@@ -16,8 +18,6 @@ from services.rag.documents import (
     document_id_for,
     vector_key,
 )
-import pytest
-
 from services.rag.store import KeywordIndex
 from services.rag.store.vectors import EmbedderMismatchError
 
