@@ -10,14 +10,13 @@ from __future__ import annotations
 import asyncio
 
 from docuthinker.rag.v1 import rag_service_pb2, rag_service_pb2_grpc
-
 from services.rag.analysis.setup import build_analysis
 from services.rag.answers.setup import build_answering, graph_related
 from services.rag.answers.vectors import CachedEncoder
 from services.rag.graph_sync.feed import GraphFeed, mesh_feed
 from services.rag.graph_sync.link import GraphLink
-from services.rag.graph_sync.port import GraphSync
 from services.rag.graph_sync.settings import GraphSyncSettings
+from services.rag.graph_sync.port import GraphSync
 from services.rag.ingest.embedding import TextEmbedder
 from services.rag.runtime import RagRuntime, metadata_path
 from services.rag.sentence_warmup import SentenceWarmer
