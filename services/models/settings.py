@@ -23,10 +23,10 @@ class EmbedderSettings(BaseSettings):
     runtime: Runtime = "torch"
     """``torch`` (sentence-transformers), ``onnx`` (ONNX Runtime fp32, the same vectors) or ``onnx-int8``
     (dynamically quantised; its own vectors). The rule for the default (bench/embed_bench.py): the fastest
-    variant within 0.005 SciFact nDCG@10 of PyTorch with mean cosine >= 0.99. Measured on a saturated
-    2-core machine (bench/results/embed-throughput-2026-12-02-nospin.json) ONNX fp32 ran at 0.89x and
-    int8 at 1.15x PyTorch, and int8's nDCG was not measured, so PyTorch stays the default until
-    ``make bench-embed`` says otherwise. Vectors of another precision in an index are refused at startup."""
+    variant within 0.005 SciFact nDCG@10 of PyTorch with mean cosine >= 0.99. Measured on the shared 2-core
+    machine (bench/results/embed-throughput-2026-12-02-nospin-128.json) ONNX fp32 ran at 1.02x and int8 at 2.08x
+    PyTorch, but int8's nDCG was not measured (and it needs a re-index), so PyTorch stays the default until
+    ``make bench-embed`` confirms int8. Vectors of another precision in an index are refused at startup."""
     cache_dir: pathlib.Path | None = None
     """Where exported ONNX files are kept, one folder per weights hash; unset: ``<DOCUTHINKER_DATA_DIR>/models``."""
     threads: int = Field(default=0, ge=0, le=256)
