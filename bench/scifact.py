@@ -92,10 +92,11 @@ def sweep_configs(weights: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 0.7)) -> dict:
     return configs
 
 
-def run(quick: bool, sweep: bool = False, sweep_weights: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 0.7)) -> dict:
+def run(quick: bool, sweep: bool = False, sweep_weights: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 0.7),
+        encoder: DiskCachedEncoder | None = None) -> dict:
     corpus_all, queries_all, qrels = load()
     corpus_texts, queries = sample(corpus_all, queries_all, qrels, quick)
-    encoder = DiskCachedEncoder("scifact")
+    encoder = encoder or DiskCachedEncoder("scifact")
     bench = BenchCorpus(encoder)
     try:
         bench.add(corpus_texts.items())

@@ -155,8 +155,8 @@ def build(encoder: DiskCachedEncoder) -> tuple[BenchCorpus, list[Question]]:
     return corpus, questions
 
 
-def run(quick: bool) -> dict:
-    encoder = DiskCachedEncoder("squad")
+def run(quick: bool, encoder: DiskCachedEncoder | None = None) -> dict:
+    encoder = encoder or DiskCachedEncoder("squad")
     corpus, questions = build(encoder)
     try:
         chosen = sample(questions, quick)

@@ -24,6 +24,7 @@ MODULES = [
     "services.runtime.config",
     "services.storage.settings",
     "services.providers.settings",
+    "services.models.settings",
     "services.rag.settings",
     "services.rag.answers.settings",
     "services.rag.graph_sync.settings",

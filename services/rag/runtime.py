@@ -22,6 +22,7 @@ from services.rag.ingest.parsers import AudioReader, ParseLimits
 from services.rag.ingest.pipeline import IngestionPipeline, PipelineConfig
 from services.rag.keyword_refresh import KeywordRefresher
 from services.rag.locks import KeyedLocks
+from services.rag.reindex import open_vectors, reembed_all
 from services.rag.settings import RagSettings
 from services.rag.store import BlobStore, ChunkIndex, KeywordIndex, MetadataStore, VectorStore
 from services.storage.settings import StorageSettings, storage_settings
@@ -99,8 +100,10 @@ class RagRuntime:
         else:
             metadata = MetadataStore(metadata_path(data_dir))
             blobs = BlobStore(root / "originals")
-            vectors = VectorStore(root / "chroma", embedder.name, embedder.dimension, settings.faiss_threads)
+            vectors, stale = open_vectors(root, settings, embedder)
             loaded, orphans = vectors.rebuild(metadata.known_chunk_ids())
+            if stale:
+                reembed_all(metadata, vectors, embedder, settings.embed_batch_size)
             keyword = KeywordIndex(root / "bm25", metadata)
             keyword.load()
             index = ChunkIndex(metadata, vectors, keyword)
@@ -122,6 +125,7 @@ class RagRuntime:
     async def close(self) -> None:
         await self.pipeline.close()
         await self.refresher.close()
+        await asyncio.to_thread(self.vectors.flush)
         await asyncio.to_thread(self.metadata.close)
 
 

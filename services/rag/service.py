@@ -1,7 +1,7 @@
 """Wires the RAG service into the shared runtime.
 
-Startup (before SERVING): load the embedding model (hash-checked), open the stores, rebuild
-FAISS from Chroma; then resume documents a crash left mid-ingestion, in the background, and
+Startup (before SERVING): load the embedding model (hash-checked), open the stores, reload
+FAISS (HNSW snapshots, the rest from Chroma); wire the sentence-cache warm-up; then resume documents a crash left mid-ingestion, in the background, and
 start the graph-sync worker (``graph_link``) when a graph feed is wired (``binding`` does).
 """
 
@@ -18,6 +18,7 @@ from services.rag.analysis.settings import AnalysisSettings
 from services.rag.analysis.setup import build_analysis
 from services.rag.answers.settings import AnswerSettings
 from services.rag.answers.setup import build_answering, graph_related
+from services.rag.answers.vectors import CachedEncoder
 from services.rag.graph_sync.feed import GraphFeed, mesh_feed
 from services.rag.graph_sync.link import GraphLink
 from services.rag.graph_sync.settings import GraphSyncSettings
@@ -25,6 +26,7 @@ from services.rag.graph_sync.port import GraphSync
 from services.rag.ingest.embedding import TextEmbedder
 from services.rag.runtime import RagRuntime, metadata_path
 from services.rag.crew import CrewSettings
+from services.rag.sentence_warmup import SentenceWarmer
 from services.rag.servicer import RagServicer
 from services.rag.settings import RagSettings
 from services.rag.speech_setup import build_speech, warm_up
@@ -75,6 +77,7 @@ class RagService:
         self.servicer: RagServicer | None = None
         self.runtime: RagRuntime | None = None
         self.resume_task: asyncio.Task | None = None
+        self.warmer: SentenceWarmer | None = None
 
     async def start(self) -> None:
         model = self._embedder
@@ -92,8 +95,12 @@ class RagService:
             RagRuntime.open, self.settings.data_dir, self.rag, self.settings.max_upload_bytes, model, graph_sync,
             audio,
         )
+        sentence_cache = CachedEncoder(model)
+        self.warmer = SentenceWarmer(sentence_cache, busy=lambda: self.runtime is not None and self.runtime.pipeline.busy)
+        self.runtime.pipeline.on_indexed = self.warmer.notify
         answers, agents = build_answering(self.runtime.index, self.runtime.metadata, model, self.answer_settings,
-                                          self.router, related_documents=graph_related(GraphClient(self.channels)))
+                                          self.router, related_documents=graph_related(GraphClient(self.channels)),
+                                          sentence_cache=sentence_cache)
         spoken = SpokenQuestions(answers, self.transcriber, self.speech.max_question_seconds)
         self.speech_task = asyncio.get_running_loop().create_task(warm_up(self.transcriber))
         inputs, crew, analysis = build_analysis(self.runtime.pipeline, self.runtime.catalog, answers, self.channels,
@@ -114,6 +121,8 @@ class RagService:
             await asyncio.gather(self.resume_task, return_exceptions=True)
         if self.servicer is not None:
             await self.servicer.analysis.close()
+        if self.warmer is not None:
+            await self.warmer.close()
         if self.speech_task is not None:
             await asyncio.gather(self.speech_task, return_exceptions=True)
         if self.graph is not None:

@@ -66,6 +66,18 @@ class RagSettings(BaseSettings):
     """OpenMP threads FAISS may use for one search. One thread per query measured 2.4x faster at
     100k chunks on 2 cores with another request running (8.7 vs 20.9 ms), and leaves the other
     cores to concurrent requests; raise it for a lone client on a many-core machine."""
+    hnsw_threshold: int = Field(default=50_000, ge=1)
+    """Vectors in one tenant's index past which it becomes approximate (HNSW, fp16 storage); smaller stay exact."""
+    hnsw_m: int = Field(default=32, ge=4, le=128)
+    """HNSW graph neighbours per vector (bench/ann_bench.py chose it: recall@10 >= 0.99 of exact)."""
+    hnsw_ef_construction: int = Field(default=80, ge=8, le=2048)
+    """HNSW candidate list while inserting."""
+    hnsw_ef_search: int = Field(default=96, ge=8, le=4096)
+    """HNSW candidate list per search (higher: better recall, slower)."""
+    reindex_on_model_change: bool = False
+    """At startup, when the vectors on disk come from another embedder (``DOCUTHINKER_EMBED_RUNTIME`` or the
+    weights changed), drop them and re-embed every chunk with the current one. Off: such a start fails with a
+    message saying so, and nothing is mixed."""
     keyword_refresh_delay_s: float = Field(default=1.0, ge=0)
     """Quiet period after a change before the tenant's BM25 index is rebuilt in the background."""
     resume_on_startup: bool = True

@@ -1,4 +1,4 @@
-"""The real MiniLM embedder: normalised float32 rows, in input order, that carry meaning."""
+"""The process embedder (the default runtime): normalised float32 rows, in input order, that carry meaning."""
 
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ def test_rows_are_normalised_in_input_order_and_match_the_model() -> None:
     assert vectors.shape == (len(TEXTS), DIMENSION) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     one_by_one = np.vstack([embedder.encode([t]) for t in TEXTS])
-    np.testing.assert_allclose(vectors, one_by_one, atol=1e-5)  # batching never reorders rows
+    # Batching never reorders rows. int8 activations are quantised with one scale per pass, so a
+    # row moves slightly with its batch-mates (fp32 runtimes agree to 1e-5: test_onnx_embedder).
+    assert ((vectors * one_by_one).sum(axis=1) >= 0.98).all()
     question = vectors[3]
     assert int(np.argmax(vectors[:3] @ question)) == 0  # the cleaning sentence answers the question
     assert embedder.encode([]).shape == (0, DIMENSION)

@@ -20,6 +20,7 @@ from services.rag.documents import (
     vector_key,
 )
 from services.rag.store import KeywordIndex
+from services.rag.store.vectors import EmbedderMismatchError
 
 from .fakes import HashEmbedder
 from .probes import held_by_each_store
@@ -205,3 +206,28 @@ def test_no_store_reads_or_changes_another_tenants_data(open_runtime) -> None:
     assert runtime.metadata.get_document("acme", doc).status is DocumentStatus.READY
     assert set(held_by_each_store(runtime, "acme", ids).values()) == {1}
     assert runtime.index.dense_search("acme", query, 5)[0][0] == ids[0]
+class _Int8HashEmbedder(HashEmbedder):
+    """The same vectors under another identity: what switching DOCUTHINKER_EMBED_RUNTIME looks like."""
+
+    identity = "test-hash-embedder/int8"
+
+
+def test_switching_embedder_re_embeds_nothing_silently(open_runtime) -> None:
+    runtime = open_runtime()
+    record, sections, chunks = _document(runtime, "acme", ["durable vector text", "another durable text"])
+    _index(runtime, record, sections, chunks)
+    runtime.metadata.close()
+
+    switched = _Int8HashEmbedder()
+    with pytest.raises(EmbedderMismatchError, match="REINDEX_ON_MODEL_CHANGE"):
+        open_runtime(switched)
+    assert switched.calls == []  # refused before anything was embedded or mixed
+
+    reindexed = open_runtime(switched, reindex_on_model_change=True)  # the explicit re-index path
+    assert sum(switched.calls) == 2
+    assert reindexed.vectors.identity == "test-hash-embedder/int8"
+    hits = reindexed.index.dense_search("acme", switched.encode(["durable vector"])[0], 2)
+    assert {c for c, _ in hits} == {c.chunk_id for c in chunks}
+    reindexed.metadata.close()
+    with pytest.raises(EmbedderMismatchError):
+        open_runtime(HashEmbedder())  # and now the old embedder is the stranger

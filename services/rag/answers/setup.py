@@ -49,8 +49,10 @@ def build_answering(
     settings: AnswerSettings,
     router: Router,
     related_documents: RelatedDocuments | None = None,
+    sentence_cache: CachedEncoder | None = None,
 ) -> tuple[AnswerService, AgentGraph]:
-    cached = CachedEncoder(encoder)
+    """``sentence_cache``: the sentence vectors' cache, when the caller also fills it (``sentence_warmup``)."""
+    cached = sentence_cache or CachedEncoder(encoder)
     retriever = HybridRetriever(index, encoder, settings.retrieval_config(),
                                 related_documents=related_documents if settings.graph_expansion else None)
     checker = SupportChecker(cached)

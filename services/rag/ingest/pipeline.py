@@ -95,6 +95,8 @@ class IngestionPipeline:
         self._graph_sync = graph_sync
         self._config = config
         self._on_change = on_change
+        self.on_indexed: Callable[[list[str]], None] = lambda chunk_texts: None
+        """Called with a document's chunk texts once they are searchable (the sentence-cache warm-up)."""
         self.locks = locks or KeyedLocks()
         self._tasks: set[asyncio.Task] = set()
 
@@ -268,6 +270,7 @@ class IngestionPipeline:
             await self._mark_failed(record, message)
             raise
         self._on_change(record.tenant)
+        self.on_indexed(texts)
         job.emit(IngestProgress(IngestStage.INDEXED, len(chunks), len(chunks), "searchable"))
         await self._sync_graph(record, parsed, job)
         final = await asyncio.to_thread(self._metadata.get_document, record.tenant, record.document_id)

@@ -1,22 +1,32 @@
 """Chunk vectors: ChromaDB is the durable copy, per-tenant FAISS indexes serve searches.
 
-FAISS (exact inner product on L2-normalised vectors, i.e. cosine) is rebuilt from Chroma at
-startup; vectors whose chunk rows are unknown to SQLite (a crash between the two writes) are
-deleted from Chroma then, so the two stores converge. FAISS ids are ``vector_key(chunk_id)``.
+A tenant's index is exact (inner product on L2-normalised vectors, i.e. cosine) until it holds
+``hnsw_threshold`` vectors, then HNSW (``ann``), snapshotted under ``snapshot_dir``. At startup
+each tenant's index is reloaded from its snapshot (no graph rebuild) and completed from Chroma,
+or rebuilt from Chroma when it has none; vectors whose chunk rows are unknown to SQLite (a crash
+between the two writes) are deleted from Chroma then, so the stores converge. FAISS ids are
+``vector_key(chunk_id)``.
+
+The collection records the embedder's identity (model, weights hash, precision): opening it
+with another embedder raises ``EmbedderMismatchError`` instead of mixing two models' vectors.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import pathlib
 import re
+import shutil
 import threading
+import zipfile
 from collections.abc import Sequence
 
 import faiss
 import numpy as np
 
 from services.rag.documents import vector_key
+from services.rag.store.ann import ExactIndex, HnswIndex, HnswParams
 
 log = logging.getLogger("docuthinker.rag.vectors")
 
@@ -28,64 +38,166 @@ def collection_name(model_name: str, dimension: int) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "-", f"{model_name}-{dimension}d")
 
 
+class EmbedderMismatchError(RuntimeError):
+    """The index holds vectors of another embedder than the one the service runs."""
+
+
+def _chroma_metadata(model_name: str, dimension: int, identity: str) -> dict:
+    return {"hnsw:space": "cosine", "model": model_name, "dimension": dimension, "embedder": identity}
+
+
 class VectorStore:
-    def __init__(self, root: pathlib.Path, model_name: str, dimension: int, search_threads: int = 1) -> None:
+    def __init__(self, root: pathlib.Path, model_name: str, dimension: int, search_threads: int = 1,
+                 identity: str | None = None, hnsw_threshold: int = 50_000, hnsw: HnswParams | None = None,
+                 snapshot_dir: pathlib.Path | None = None, check_identity: bool = True,
+                 legacy_identity: str | None = None) -> None:
+        """``identity`` defaults to ``model_name`` (test embedders); a collection made before identities
+        were recorded holds ``legacy_identity``'s vectors (default: ``identity``) and is stamped so."""
         import chromadb
         from chromadb.config import Settings
 
         root.mkdir(parents=True, exist_ok=True)
         faiss.omp_set_num_threads(search_threads)  # process-wide: FAISS has one OpenMP pool
         self.dimension = dimension
+        self.identity = identity or model_name
+        self.hnsw_threshold = hnsw_threshold
+        self.hnsw = hnsw or HnswParams()
+        self._snapshots = snapshot_dir or root.parent / "ann"
         self._client = chromadb.PersistentClient(
             path=str(root), settings=Settings(anonymized_telemetry=False, allow_reset=False)
         )
+        self._name = collection_name(model_name, dimension)
         self._collection = self._client.get_or_create_collection(
-            collection_name(model_name, dimension),
-            embedding_function=None,
-            metadata={"hnsw:space": "cosine", "model": model_name, "dimension": dimension},
+            self._name, embedding_function=None, metadata=_chroma_metadata(model_name, dimension, self.identity),
         )
-        self._faiss: dict[str, faiss.IndexIDMap2] = {}
+        recorded = (self._collection.metadata or {}).get("embedder")
+        if recorded is None:  # made before identities were recorded: by ``legacy_identity``
+            recorded = legacy_identity or self.identity
+            self._collection.modify(metadata=_chroma_metadata(model_name, dimension, recorded))
+        if recorded != self.identity and check_identity:
+            raise EmbedderMismatchError(
+                f"the index holds vectors of {recorded}, the service runs {self.identity}: set "
+                "DOCUTHINKER_EMBED_RUNTIME back, or set DOCUTHINKER_RAG_REINDEX_ON_MODEL_CHANGE=true "
+                "to re-embed every chunk with the new model at startup")
+        self._model_name = model_name
+        self._faiss: dict[str, ExactIndex | HnswIndex] = {}
+        self._unsaved: dict[str, int] = {}
         self._lock = threading.RLock()
 
     @property
     def collection(self) -> str:
         return self._collection.name
 
-    def _index(self, tenant: str) -> faiss.IndexIDMap2:
+    def reset(self) -> None:
+        """Drops every vector and snapshot and stamps the empty collection with this store's identity."""
+        with self._lock:
+            self._client.delete_collection(self._name)
+            self._collection = self._client.get_or_create_collection(
+                self._name, embedding_function=None,
+                metadata=_chroma_metadata(self._model_name, self.dimension, self.identity))
+            shutil.rmtree(self._snapshots, ignore_errors=True)
+            self._faiss.clear()
+
+    def _snapshot(self, tenant: str) -> pathlib.Path:
+        return self._snapshots / f"{hashlib.sha256(tenant.encode()).hexdigest()[:32]}.npz"
+
+    def _index(self, tenant: str) -> ExactIndex | HnswIndex:
         index = self._faiss.get(tenant)
         if index is None:
-            index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dimension))
+            index = ExactIndex(self.dimension)
             self._faiss[tenant] = index
         return index
 
+    def _grow(self, tenant: str, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """Adds to the tenant's index, moving it to HNSW past the threshold and snapshotting HNSW growth."""
+        index = self._index(tenant)
+        index.add(keys, vectors)
+        if isinstance(index, ExactIndex):
+            if index.count < self.hnsw_threshold:
+                return
+            all_keys, all_vectors = index.items()
+            index = HnswIndex(self.dimension, self.hnsw)
+            index.add(all_keys, all_vectors)
+            self._faiss[tenant] = index
+            log.info("tenant index is now HNSW", extra={"fields": {"tenant": tenant, "vectors": index.count}})
+            self._save(tenant)
+            return
+        self._unsaved[tenant] = self._unsaved.get(tenant, 0) + len(keys)
+        if self._unsaved[tenant] >= max(10_000, index.count // 10):
+            self._save(tenant)
+
+    def _save(self, tenant: str) -> None:
+        index = self._faiss.get(tenant)
+        if isinstance(index, HnswIndex):
+            self._snapshots.mkdir(parents=True, exist_ok=True)
+            index.save(self._snapshot(tenant))
+            self._unsaved[tenant] = 0
+
+    def flush(self) -> None:
+        """Snapshots every HNSW index with unsaved changes (at shutdown)."""
+        with self._lock:
+            for tenant, unsaved in list(self._unsaved.items()):
+                if unsaved:
+                    self._save(tenant)
+
     def rebuild(self, known_chunk_ids: set[str]) -> tuple[int, int]:
-        """Reloads FAISS from Chroma; deletes Chroma vectors without a chunk row. Returns (loaded, orphans)."""
+        """Loads each tenant's HNSW snapshot and completes it from Chroma (or rebuilds it from Chroma);
+        deletes Chroma vectors without a chunk row. Returns (vectors indexed, orphans)."""
         with self._lock:
             self._faiss.clear()
             orphans: list[str] = []
-            loaded = offset = 0
+            by_tenant: dict[str, list[str]] = {}
+            offset = 0
             while True:
-                page = self._collection.get(include=["embeddings", "metadatas"], limit=5000, offset=offset)
+                page = self._collection.get(include=["metadatas"], limit=20_000, offset=offset)
                 ids = page["ids"]
                 if not ids:
                     break
                 offset += len(ids)
-                vectors = np.asarray(page["embeddings"], dtype=np.float32)
-                by_tenant: dict[str, list[int]] = {}
-                for row, (chunk_id, meta) in enumerate(zip(ids, page["metadatas"] or [], strict=True)):
+                for chunk_id, meta in zip(ids, page["metadatas"] or [], strict=True):
                     if chunk_id not in known_chunk_ids:
                         orphans.append(chunk_id)
-                        continue
-                    by_tenant.setdefault(str(meta["tenant"]), []).append(row)
-                for tenant, rows in by_tenant.items():
-                    keys = np.array([vector_key(ids[r]) for r in rows], dtype=np.int64)
-                    self._index(tenant).add_with_ids(vectors[rows], keys)
-                    loaded += len(rows)
+                    else:
+                        by_tenant.setdefault(str(meta["tenant"]), []).append(chunk_id)
+            for tenant, chunk_ids in by_tenant.items():
+                self._load_tenant(tenant, chunk_ids)
             for start in range(0, len(orphans), _CHROMA_BATCH):
                 self._collection.delete(ids=orphans[start : start + _CHROMA_BATCH])
+            for stale in self._snapshots.glob(".*.tmp"):  # a crash mid-snapshot
+                stale.unlink(missing_ok=True)
+            loaded = sum(index.count for index in self._faiss.values())
         if orphans:
             log.warning("removed orphan vectors", extra={"fields": {"count": len(orphans)}})
         return loaded, len(orphans)
+
+    def _load_tenant(self, tenant: str, chunk_ids: list[str]) -> None:
+        path = self._snapshot(tenant)
+        wanted = {vector_key(c): c for c in chunk_ids}
+        if path.exists():
+            try:
+                index = HnswIndex.load(path, self.dimension, self.hnsw)
+            except (OSError, ValueError, RuntimeError, KeyError, zipfile.BadZipFile) as exc:
+                log.warning("unreadable HNSW snapshot, rebuilding", extra={"fields": {"tenant": tenant,
+                                                                                      "error": str(exc)}})
+            else:
+                self._faiss[tenant] = index
+                stale = [k for k in index.live_keys() if k not in wanted]
+                if stale:
+                    index.remove(np.array(stale, dtype=np.int64))
+                missing = [c for k, c in wanted.items() if not index.has_key(k)]
+                self._add_from_chroma(tenant, missing)
+                if missing or stale:
+                    self._save(tenant)
+                return
+        self._add_from_chroma(tenant, chunk_ids)
+
+    def _add_from_chroma(self, tenant: str, chunk_ids: list[str]) -> None:
+        for start in range(0, len(chunk_ids), 5000):
+            page = self._collection.get(ids=chunk_ids[start : start + 5000], include=["embeddings"])
+            if not page["ids"]:
+                continue
+            keys = np.array([vector_key(c) for c in page["ids"]], dtype=np.int64)
+            self._grow(tenant, keys, np.ascontiguousarray(np.asarray(page["embeddings"], dtype=np.float32)))
 
     def add(self, tenant: str, document_id: str, chunk_ids: Sequence[str], vectors: np.ndarray) -> None:
         """Writes vectors durably (Chroma) and into the tenant's FAISS index; replaces same ids."""
@@ -101,9 +213,7 @@ class VectorStore:
                     embeddings=vectors[start:stop],
                     metadatas=[{"tenant": tenant, "document_id": document_id}] * len(chunk_ids[start:stop]),
                 )
-            index = self._index(tenant)
-            index.remove_ids(keys)  # type: ignore[arg-type]  # faiss's stubs name only the IDSelector form
-            index.add_with_ids(vectors, keys)
+            self._grow(tenant, keys, vectors)
 
     def remove(self, tenant: str, chunk_ids: Sequence[str]) -> None:
         if not chunk_ids:
@@ -113,7 +223,9 @@ class VectorStore:
                 self._collection.delete(ids=list(chunk_ids[start : start + _CHROMA_BATCH]))
             index = self._faiss.get(tenant)
             if index is not None:
-                index.remove_ids(np.array([vector_key(c) for c in chunk_ids], dtype=np.int64))  # type: ignore[arg-type]
+                index.remove(np.array([vector_key(c) for c in chunk_ids], dtype=np.int64))
+                if isinstance(index, HnswIndex):
+                    self._unsaved[tenant] = self._unsaved.get(tenant, 0) + len(chunk_ids)
 
     def search(
         self, tenant: str, vector: np.ndarray, k: int, allowed_keys: Sequence[int] | None = None
@@ -122,22 +234,23 @@ class VectorStore:
         query = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(1, -1))
         with self._lock:
             index = self._faiss.get(tenant)
-            if index is None or index.ntotal == 0 or k <= 0:
+            if index is None or index.count == 0 or k <= 0:
                 return []
-            k = min(k, index.ntotal)
-            if allowed_keys is not None:
-                if not allowed_keys:
-                    return []
-                selector = faiss.IDSelectorBatch(np.asarray(allowed_keys, dtype=np.int64))
-                scores, keys = index.search(query, k, params=faiss.SearchParameters(sel=selector))  # type: ignore[call-arg]  # SWIG kwargs
-            else:
-                scores, keys = index.search(query, k)
+            k = min(k, index.count)
+            if allowed_keys is not None and not allowed_keys:
+                return []
+            scores, keys = index.search(query, k, allowed_keys)
         return [(int(key), float(score)) for key, score in zip(keys[0], scores[0], strict=True) if key >= 0]
 
     def faiss_count(self, tenant: str) -> int:
         with self._lock:
             index = self._faiss.get(tenant)
-            return 0 if index is None else int(index.ntotal)
+            return 0 if index is None else index.count
+
+    def index_kind(self, tenant: str) -> str:
+        """``exact`` or ``hnsw``."""
+        with self._lock:
+            return self._index(tenant).kind
 
     def stored_ids(self, tenant: str, document_id: str | None = None) -> list[str]:
         """Chunk ids held by Chroma for this tenant (and document)."""
@@ -150,10 +263,4 @@ class VectorStore:
     def has_key(self, tenant: str, key: int) -> bool:
         with self._lock:
             index = self._faiss.get(tenant)
-            if index is None:
-                return False
-            try:
-                index.reconstruct(int(key))
-            except RuntimeError:
-                return False
-            return True
+            return index is not None and index.has_key(key)

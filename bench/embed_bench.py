@@ -1,0 +1,189 @@
+"""Embedding runtimes side by side (``make bench-embed``): PyTorch vs ONNX Runtime fp32 vs int8.
+
+One process, one run, so the three see the same (shared, noisy) machine: rounds alternate the
+runtimes over the same SciFact chunks and each reports its median round; ratios to PyTorch are
+the figures to read, absolute rates move with the machine's other load.
+
+- throughput: chunks/s encoding the same chunks (production chunker, batch size of the setting);
+- tuning: ONNX batch size x intra-op threads, and length-sorted vs arrival-order batches;
+- agreement: mean / min cosine of each ONNX variant to PyTorch over every SciFact chunk indexed;
+- quality: SciFact nDCG@10 / Recall@100 (train queries, full corpus; ``--quick``: the seeded
+  200-query / 1200-abstract sample; dense and the default fusion) and SQuAD evidence@5 (the
+  quick question sample; 100 questions with ``--quick``) with each runtime's vectors;
+- choice: the fastest variant within 0.005 dense nDCG@10 of PyTorch with mean cosine >= 0.99,
+  else fp32 ONNX (the rule of issue #20); this is the default of DOCUTHINKER_EMBED_RUNTIME.
+
+Usage: python -m bench.embed_bench [--quick] [--skip-quality]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import pathlib
+import random
+import statistics
+import time
+
+import numpy as np
+import psutil
+
+from bench import scifact, squad
+from bench.corpus import DiskCachedEncoder
+from services.models.embedder import build_embedder
+from services.models.settings import embedder_settings
+from services.rag.documents import Section
+from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
+from services.rag.settings import RagSettings
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+RUNTIMES = ("torch", "onnx", "onnx-int8")
+
+
+def _chunks_of(texts) -> list[str]:
+    settings = RagSettings()
+    config = ChunkerConfig(settings.chunk_size, settings.chunk_overlap)
+    chunks = []
+    for text in texts:
+        chunks += [text[s.start : s.end] for s in chunk_sections([Section(text=text)], config)]
+    return chunks
+
+
+def scifact_chunks() -> list[str]:
+    corpus, _, _ = scifact.load()
+    return _chunks_of(corpus.values())
+
+
+def rate(embedder, texts: list[str], batch_size: int, sort: bool = True) -> float:
+    started = time.perf_counter()
+    if sort:
+        embedder.encode(texts, batch_size)
+    else:  # arrival order: each batch is padded to its own longest text
+        for start in range(0, len(texts), batch_size):
+            embedder.encode(texts[start : start + batch_size], batch_size)
+    return len(texts) / (time.perf_counter() - started)
+
+
+def throughput(embedders: dict, texts: list[str], rounds: int, batch_size: int) -> dict:
+    rates: dict[str, list[float]] = {name: [] for name in embedders}
+    for name, embedder in embedders.items():  # warm-up: first calls allocate
+        embedder.encode(texts[:64], batch_size)
+    for _ in range(rounds):
+        for name, embedder in embedders.items():
+            rates[name].append(rate(embedder, texts, batch_size))
+    torch_rate = statistics.median(rates["torch"])
+    return {name: {"chunks_per_s": round(statistics.median(r), 1), "rounds": [round(x, 1) for x in r],
+                   "x_torch": round(statistics.median(r) / torch_rate, 2)} for name, r in rates.items()}
+
+
+def tuning(runtime: str, texts: list[str], quick: bool) -> dict:
+    out = {}
+    for threads in (1, 2):
+        embedder = build_embedder(runtime=runtime, settings=embedder_settings().model_copy(update={"threads": threads}))
+        embedder.encode(texts[:32])
+        for batch_size in (32,) if quick else (16, 32, 64):
+            out[f"threads={threads},batch={batch_size}"] = round(rate(embedder, texts, batch_size), 1)
+        out[f"threads={threads},batch=32,arrival-order"] = round(rate(embedder, texts, 32, sort=False), 1)
+    return out
+
+
+def agreement(vectors: dict[str, np.ndarray]) -> dict:
+    out = {}
+    for name in ("onnx", "onnx-int8"):
+        cos = (vectors["torch"] * vectors[name]).sum(1)
+        out[name] = {"mean_cosine": round(float(cos.mean()), 5), "min_cosine": round(float(cos.min()), 5)}
+    return out
+
+
+def quality(embedders: dict, quick: bool, with_squad: bool) -> dict:
+    out = {}
+    squad.QUICK_QUESTIONS = 100 if quick else squad.QUICK_QUESTIONS
+    for name, embedder in embedders.items():
+        started = time.perf_counter()
+        sci = scifact.run(quick, encoder=DiskCachedEncoder("scifact", embedder=embedder))
+        sq = (squad.run(True, encoder=DiskCachedEncoder("squad", embedder=embedder)) if with_squad
+              else {"evidence@5": None, "f1": None, "questions": 0})
+        out[name] = {
+            "scifact_dense_ndcg@10": sci["methods"]["dense"]["ndcg@10"],
+            "scifact_dense_recall@100": sci["methods"]["dense"]["recall@100"],
+            "scifact_default_ndcg@10": sci["methods"][sci["default_fusion"].lower().replace("dense_only", "dense")
+                                                      .replace("keyword_only", "bm25")]["ndcg@10"],
+            "scifact_default_recall@100": sci["methods"][sci["default_fusion"].lower().replace("dense_only", "dense")
+                                                         .replace("keyword_only", "bm25")]["recall@100"],
+            "scifact_queries": sci["queries"], "scifact_documents": sci["documents"],
+            "squad_evidence@5": sq["evidence@5"], "squad_f1": sq["f1"], "squad_questions": sq["questions"],
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+    return out
+
+
+def choose(speed: dict, agree: dict, qual: dict | None) -> tuple[str, list[str]]:
+    reasons = []
+    eligible = []
+    for name in ("onnx", "onnx-int8"):
+        ok_cos = agree[name]["mean_cosine"] >= 0.99
+        ok_q = qual is None or qual[name]["scifact_dense_ndcg@10"] >= qual["torch"]["scifact_dense_ndcg@10"] - 0.005
+        reasons.append(f"{name}: mean cosine {agree[name]['mean_cosine']} ({'ok' if ok_cos else 'too low'}), "
+                       f"nDCG@10 {'within' if ok_q else 'not within'} 0.005 of torch, "
+                       f"{speed[name]['x_torch']}x torch")
+        if ok_cos and ok_q:
+            eligible.append(name)
+    if not eligible:
+        return "onnx", reasons
+    return max(eligible, key=lambda n: speed[n]["chunks_per_s"]), reasons
+
+
+def run(quick: bool, skip_quality: bool, sample_size: int, rounds: int, with_squad: bool) -> dict:
+    started = time.perf_counter()
+    chunks = scifact_chunks()
+    rss = {"before_models_mib": round(psutil.Process().memory_info().rss / 2**20)}
+    embedders = {}
+    for name in RUNTIMES:
+        embedders[name] = build_embedder(runtime=name)
+        rss[f"after_{name}_mib"] = round(psutil.Process().memory_info().rss / 2**20)
+    sample = random.Random(5).sample(chunks, sample_size)
+    if quick:  # the quick SciFact sample's chunks: the quality runs embed (and cache) them per runtime
+        corpus, queries, qrels = scifact.load()
+        texts, _ = scifact.sample(corpus, queries, qrels, True)
+        chunks = _chunks_of(texts.values())
+    result: dict = {"date": dt.date.today().isoformat(), "variant": "quick" if quick else "full",
+                    "cpu_count": psutil.cpu_count(), "load_avg_at_start": [round(x, 2) for x in psutil.getloadavg()],
+                    "chunks_total": len(chunks), "throughput_sample_chunks": len(sample),
+                    "batch_size": embedder_settings().batch_size,
+                    "onnx_threads": embedders["onnx"].threads}
+    result["throughput"] = throughput(embedders, sample, rounds, embedder_settings().batch_size)
+    result["tuning"] = {name: tuning(name, sample[:128], quick) for name in ("onnx", "onnx-int8")}
+    result["quality"] = None if skip_quality else quality(embedders, quick, with_squad)
+    agree_texts = chunks if not skip_quality else sample
+    vectors = {name: DiskCachedEncoder("scifact", embedder=e).encode(agree_texts) for name, e in embedders.items()}
+    result["agreement"] = agreement(vectors) | {"chunks": len(agree_texts)}
+    result["default"], result["choice_reasons"] = choose(result["throughput"], result["agreement"], result["quality"])
+    result["rss"] = rss
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--skip-squad", action="store_true")
+    parser.add_argument("--sample", type=int, default=768, help="chunks timed per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quality-queries", type=int, default=scifact.QUICK_QUERIES, help="--quick SciFact sample")
+    parser.add_argument("--quality-docs", type=int, default=scifact.QUICK_DOCS)
+    args = parser.parse_args()
+    scifact.QUICK_QUERIES, scifact.QUICK_DOCS = args.quality_queries, args.quality_docs
+    result = run(args.quick, args.skip_quality, args.sample, args.rounds, not args.skip_squad)
+    result["args"] = vars(args)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"embed-{result['date']}{'-quick' if args.quick else ''}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: result[k] for k in ("throughput", "agreement", "quality", "default", "choice_reasons")},
+                     indent=2))
+    print(f"written to {path}")
+
+
+if __name__ == "__main__":
+    main()

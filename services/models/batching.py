@@ -1,0 +1,99 @@
+"""Micro-batching: texts from concurrent ``encode`` calls share forward passes.
+
+Many small uploads each embed two or three chunks; alone, each pays a whole forward pass for
+them. Callers (worker threads) queue their texts and block; one dispatcher thread takes every
+request waiting, waits at most ``wait_s`` for more while the batch is short of ``max_texts``,
+encodes them in one call and hands each caller its own rows. Under no load nothing waits but
+the bound; under load requests queue while a pass runs and are merged into the next one.
+A failing combined pass is retried per request, so one caller's bad input fails only it.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from typing import Protocol
+
+import numpy as np
+
+
+class TextEmbedder(Protocol):
+    @property
+    def dimension(self) -> int: ...
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray: ...
+
+class MicroBatcher:
+    """A ``TextEmbedder`` in front of another; its attributes (name, identity, ...) are the inner one's."""
+
+    def __init__(self, inner: TextEmbedder, wait_s: float = 0.005, max_texts: int = 256) -> None:
+        self.inner = inner
+        self._wait_s = wait_s
+        self._max_texts = max_texts
+        self._queue: queue.SimpleQueue[tuple[list[str], Future]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self.passes = 0
+        """Combined forward calls made so far (benchmarks read it)."""
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.inner.dimension), dtype=np.float32)
+        if len(texts) >= self._max_texts:  # a full batch on its own: nothing to gain by queueing
+            return self.inner.encode(list(texts))
+        self._ensure_started()
+        done: Future = Future()
+        self._queue.put((list(texts), done))
+        return done.result()
+
+    def _ensure_started(self) -> None:
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="embed-batcher", daemon=True)
+                self._thread.start()
+
+    def _gather(self) -> list[tuple[list[str], Future]]:
+        batch = [self._queue.get()]
+        size = len(batch[0][0])
+        deadline = time.monotonic() + self._wait_s
+        while size < self._max_texts:
+            remaining = deadline - time.monotonic()
+            try:
+                item = self._queue.get_nowait() if remaining <= 0 else self._queue.get(timeout=remaining)
+            except queue.Empty:
+                break
+            batch.append(item)
+            size += len(item[0])
+        return batch
+
+    def _run(self) -> None:
+        while True:
+            batch = self._gather()
+            texts = [t for request, _ in batch for t in request]
+            try:
+                vectors = self.inner.encode(texts)
+                self.passes += 1
+            except Exception:  # noqa: BLE001 - isolate the failing request below
+                for request, done in batch:
+                    try:
+                        done.set_result(self.inner.encode(request))
+                    except Exception as exc:  # noqa: BLE001 - delivered to its caller
+                        done.set_exception(exc)
+                continue
+            start = 0
+            for request, done in batch:
+                done.set_result(vectors[start : start + len(request)])
+                start += len(request)

@@ -1,0 +1,77 @@
+"""all-MiniLM-L6-v2 on ONNX Runtime: the exported graph (``onnx_export``) fed length-sorted batches.
+
+Tokenisation is the model's own fast tokenizer (``tokenizer.json``) with sentence-transformers'
+limit of 256 tokens. Texts are sorted by token count and cut into batches, each padded only to
+its own longest text, so short texts never pay for a long one's padding.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import threading
+
+import numpy as np
+
+MAX_TOKENS = 256
+"""sentence-transformers' ``max_seq_length`` for this model (``sentence_bert_config.json``)."""
+
+
+class OnnxEmbedder:
+    """Thread-safe; one forward pass at a time, each using ``threads`` cores."""
+
+    def __init__(self, model_file: pathlib.Path, tokenizer_file: pathlib.Path, *, name: str, dimension: int,
+                 identity: str, runtime: str, batch_size: int = 32, threads: int = 0) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.intra_op_num_threads = threads or (os.cpu_count() or 1)
+        options.inter_op_num_threads = 1
+        # ONNX Runtime's own thread pool spins between ops by default; with the cores shared (other
+        # requests, services) that burns their time, as OpenMP's did (bench/README.md, the same trap).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+        self._name, self._dimension, self._identity, self.runtime = name, dimension, identity, runtime
+        self.batch_size = batch_size
+        self.threads = options.intra_op_num_threads
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        """L2-normalised float32 embeddings, one row per text, in the order given."""
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        if not texts:
+            return out
+        batch_size = batch_size or self.batch_size
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        with self._lock:
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
+                width = max(len(encodings[i].ids) for i in rows)
+                ids = np.zeros((len(rows), width), dtype=np.int64)
+                mask = np.zeros((len(rows), width), dtype=np.int64)
+                for r, i in enumerate(rows):
+                    tokens = encodings[i].ids
+                    ids[r, : len(tokens)] = tokens
+                    mask[r, : len(tokens)] = 1
+                (vectors,) = self._session.run(None, {"input_ids": ids, "attention_mask": mask})
+                out[rows] = vectors
+        return out

@@ -1,0 +1,76 @@
+"""The re-index path for a changed embedder: vectors of two models never share an index.
+
+The vector store records the embedder's identity. A start with another one fails with a clear
+message, unless ``DOCUTHINKER_RAG_REINDEX_ON_MODEL_CHANGE`` is on: then every vector is dropped
+and each READY document's chunks are embedded again from their stored text, before SERVING.
+"""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+
+import numpy as np
+
+from services.rag.ingest.embedding import TextEmbedder
+from services.rag.settings import RagSettings
+from services.rag.store import MetadataStore, VectorStore
+from services.rag.store.ann import HnswParams
+from services.rag.store.vectors import EmbedderMismatchError
+
+log = logging.getLogger("docuthinker.rag.reindex")
+
+
+def embedder_identity(embedder: TextEmbedder) -> str:
+    return str(getattr(embedder, "identity", embedder.name))
+
+
+def legacy_identity(embedder: TextEmbedder) -> str | None:
+    """Indexes written before identities were recorded hold PyTorch (fp32) vectors of the real model."""
+    if not hasattr(embedder, "identity"):
+        return None
+    from services.models.embedder import identity
+
+    return identity("torch")
+
+
+def open_vectors(root: pathlib.Path, settings: RagSettings, embedder: TextEmbedder) -> tuple[VectorStore, bool]:
+    """The vector store for ``embedder``; True when it was emptied for a re-index."""
+    def store() -> VectorStore:
+        return VectorStore(
+            root / "chroma", embedder.name, embedder.dimension, settings.faiss_threads,
+            identity=embedder_identity(embedder), hnsw_threshold=settings.hnsw_threshold,
+            hnsw=HnswParams(settings.hnsw_m, settings.hnsw_ef_construction, settings.hnsw_ef_search),
+            snapshot_dir=root / "ann", legacy_identity=legacy_identity(embedder))
+
+    try:
+        return store(), False
+    except EmbedderMismatchError as exc:
+        if not settings.reindex_on_model_change:
+            raise
+        log.warning("embedder changed: re-indexing every chunk", extra={"fields": {"reason": str(exc)}})
+    vectors = VectorStore(root / "chroma", embedder.name, embedder.dimension, settings.faiss_threads,
+                          identity=embedder_identity(embedder), snapshot_dir=root / "ann", check_identity=False)
+    vectors.reset()
+    return store(), True
+
+
+def reembed_all(metadata: MetadataStore, vectors: VectorStore, embedder: TextEmbedder, batch_size: int) -> int:
+    """Embeds every READY chunk again into the (emptied) store; returns the number of chunks."""
+    total = 0
+    for tenant in metadata.tenants():
+        after = None
+        while True:
+            documents = metadata.list_documents(tenant, 200, after)
+            if not documents:
+                break
+            after = (documents[-1].create_time, documents[-1].document_id)
+            for record in documents:
+                chunks = metadata.document_chunks(tenant, record.document_id)
+                if not chunks:
+                    continue
+                vectors_ = np.asarray(embedder.encode([c.text for c in chunks], batch_size), dtype=np.float32)
+                vectors.add(tenant, record.document_id, [c.chunk_id for c in chunks], vectors_)
+                total += len(chunks)
+    log.info("re-index done", extra={"fields": {"chunks": total}})
+    return total

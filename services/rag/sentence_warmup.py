@@ -1,0 +1,58 @@
+"""Fills the answer engine's sentence-vector cache from newly indexed chunks, in the background.
+
+Answering embeds every sentence of its evidence pool; without this the first question on a new
+document pays for all of them (about 0.4 s with PyTorch on 2 cores) and the next one finds
+them cached. After a document is indexed its chunks' sentences are embedded into the same cache
+once ingestion is idle (they would compete with it for the cores), so the first question costs
+about what the next one does. Documents with more sentences than ``max_sentences`` are warmed
+only up to it, so one huge upload cannot evict every other document's vectors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+
+from services.rag.answers.sentences import split_sentences
+from services.rag.answers.vectors import CachedEncoder
+
+log = logging.getLogger("docuthinker.rag.warmup")
+
+
+class SentenceWarmer:
+    def __init__(self, cache: CachedEncoder, busy: Callable[[], bool] = lambda: False,
+                 max_sentences: int = 10_000, poll_s: float = 0.05) -> None:
+        self._cache = cache
+        self._busy = busy
+        self._max = max_sentences
+        self._poll_s = poll_s
+        self._pending: list[str] = []
+        self._task: asyncio.Task | None = None
+
+    def notify(self, chunk_texts: Sequence[str]) -> None:
+        """Called on the event loop when a document's chunks became searchable."""
+        sentences = list(dict.fromkeys(s.text for text in chunk_texts for s in split_sentences(text)))
+        self._pending += sentences[: self._max]
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while self._pending:
+            while self._busy():
+                await asyncio.sleep(self._poll_s)
+            batch, self._pending = self._pending[:512], self._pending[512:]
+            try:
+                await asyncio.to_thread(self._cache.encode, batch)
+            except Exception as exc:
+                log.warning("sentence warm-up failed", exc_info=exc)
+
+    async def drain(self) -> None:
+        """Waits until everything notified is cached (tests, benchmarks)."""
+        while self._task is not None and not self._task.done():
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)

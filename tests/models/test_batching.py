@@ -1,0 +1,79 @@
+"""Micro-batching: concurrent callers share forward passes and each gets its own rows."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from services.models.batching import MicroBatcher
+
+
+class GatedEncoder:
+    """Rows are (len(text), index of the text in its call); the first call waits for ``release``."""
+
+    dimension = 2
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        self.calls.append(list(texts))
+        if len(self.calls) == 1:
+            self.entered.set()
+            assert self.release.wait(30)
+        if any(t == "boom" for t in texts):
+            raise ValueError("cannot embed boom")
+        return np.array([[len(t), i] for i, t in enumerate(texts)], dtype=np.float32)
+
+
+def _queued(batcher: MicroBatcher, n: int) -> None:
+    """Blocks until ``n`` requests wait in the queue (an event-free queue offers no callback)."""
+    for _ in range(3000):
+        if batcher._queue.qsize() >= n:
+            return
+        threading.Event().wait(0.01)
+    pytest.fail(f"{n} requests never queued")
+
+
+def test_requests_arriving_during_a_pass_share_the_next_one() -> None:
+    inner = GatedEncoder()
+    batcher = MicroBatcher(inner, wait_s=0.0, max_texts=64)
+    requests = [["first"], ["a", "bb"], ["ccc"], ["dddd", "eeeee", "ffffff"]]
+    with ThreadPoolExecutor(4) as pool:
+        first = pool.submit(batcher.encode, requests[0])
+        assert inner.entered.wait(30)
+        rest = [pool.submit(batcher.encode, r) for r in requests[1:]]
+        _queued(batcher, 3)
+        inner.release.set()
+        results = [first.result(), *(f.result() for f in rest)]
+    assert len(inner.calls) == 2 and sorted(map(len, inner.calls)) == [1, 6]
+    for request, rows in zip(requests, results, strict=True):
+        assert rows[:, 0].tolist() == [len(t) for t in request]  # each caller gets its own rows, in order
+
+
+def test_a_failing_request_fails_only_its_caller() -> None:
+    inner = GatedEncoder()
+    batcher = MicroBatcher(inner, wait_s=0.0, max_texts=64)
+    with ThreadPoolExecutor(3) as pool:
+        first = pool.submit(batcher.encode, ["warm"])
+        assert inner.entered.wait(30)
+        good, bad = pool.submit(batcher.encode, ["fine"]), pool.submit(batcher.encode, ["boom"])
+        _queued(batcher, 2)
+        inner.release.set()
+        assert first.result()[:, 0].tolist() == [4]
+        assert good.result()[:, 0].tolist() == [4]
+        with pytest.raises(ValueError, match="boom"):
+            bad.result()
+
+
+def test_a_full_batch_skips_the_queue() -> None:
+    inner = GatedEncoder()
+    inner.release.set()
+    batcher = MicroBatcher(inner, wait_s=10.0, max_texts=2)
+    assert batcher.encode(["xy", "z"])[:, 0].tolist() == [2, 1]
+    assert batcher._thread is None

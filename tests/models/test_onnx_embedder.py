@@ -1,0 +1,69 @@
+"""The ONNX Runtime embedders against the PyTorch model on fixed sentences, and the export cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from services.models import onnx_export
+from services.models.embedder import DIMENSION, build_embedder, identity
+from services.models.settings import EmbedderSettings
+
+SENTENCES = [
+    "The cooperative cleans the rooftop solar panels twice a year, in April and in October.",
+    "wind",
+    "Members meet at the annual general meeting in March to vote on the accounts.",
+    "How often are the solar panels on the roof cleaned?",
+    "Le conseil d'administration se réunit chaque trimestre.",
+    " ".join(["A very long sentence that runs past the model's limit of two hundred and fifty-six tokens."] * 20),
+]
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory) -> EmbedderSettings:
+    return EmbedderSettings(cache_dir=tmp_path_factory.mktemp("onnx-cache"))
+
+
+@pytest.fixture(scope="module")
+def torch_vectors(settings) -> np.ndarray:
+    return build_embedder(settings, "torch").encode(SENTENCES)
+
+
+@pytest.mark.parametrize(("runtime", "floor"), [("onnx", 0.9999), ("onnx-int8", 0.98)])
+def test_onnx_embeddings_agree_with_pytorch(settings, torch_vectors, runtime: str, floor: float) -> None:
+    embedder = build_embedder(settings, runtime)
+    vectors = embedder.encode(SENTENCES, batch_size=4)
+    assert vectors.shape == (len(SENTENCES), DIMENSION) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    cosines = (vectors * torch_vectors).sum(axis=1)
+    assert cosines.min() >= floor, cosines
+    assert int(np.argmax(vectors[[0, 2]] @ vectors[3])) == 0  # the cleaning sentence answers the question
+
+
+def test_fp32_onnx_rows_do_not_depend_on_their_batch(settings) -> None:
+    embedder = build_embedder(settings, "onnx")
+    together = embedder.encode(SENTENCES, batch_size=8)
+    alone = np.vstack([embedder.encode([s]) for s in SENTENCES])
+    np.testing.assert_allclose(together, alone, atol=1e-5)  # length sorting never reorders rows
+    assert embedder.encode([]).shape == (0, DIMENSION)
+
+
+def test_export_is_cached_by_the_weights_hash(settings, torch_vectors, monkeypatch) -> None:
+    build_embedder(settings, "onnx")  # exported by now
+    monkeypatch.setattr(onnx_export, "_export_fp32", lambda *a: pytest.fail("re-exported despite a cached file"))
+    build_embedder(settings, "onnx-int8")
+    folders = [p.name for p in settings.cache_dir.iterdir()]
+    assert folders == [onnx_export.export_dir(settings.cache_dir, "all-MiniLM-L6-v2", identity_hash()).name]
+    other = onnx_export.export_dir(settings.cache_dir, "all-MiniLM-L6-v2", "0" * 64)
+    assert other != settings.cache_dir / folders[0]  # other weights: another folder, a fresh export
+
+
+def identity_hash() -> str:
+    from services.models.embedder import WEIGHTS_SHA256
+
+    return WEIGHTS_SHA256
+
+
+def test_identity_separates_precisions_not_runtimes() -> None:
+    assert identity("torch") == identity("onnx")  # the same fp32 function (cosine > 0.9999 above)
+    assert identity("onnx-int8") != identity("onnx")

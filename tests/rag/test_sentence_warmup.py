@@ -1,0 +1,44 @@
+"""The sentence-vector cache is filled from a new document's chunks, so its first question is warm."""
+
+from __future__ import annotations
+
+import asyncio
+
+from services.rag.answers.sentences import split_sentences
+from services.rag.answers.vectors import CachedEncoder
+from services.rag.sentence_warmup import SentenceWarmer
+
+from .fakes import HashEmbedder
+from .probes import collect
+
+TEXT = "\n\n".join(
+    f"Site {i} report. Turbine blades at site {i} are inspected every six months. The crew logged {i} findings."
+    for i in range(30)
+)
+
+
+async def test_an_indexed_document_leaves_its_sentences_cached(open_runtime) -> None:
+    runtime = open_runtime()
+    model = HashEmbedder()
+    cache = CachedEncoder(model)
+    warmer = SentenceWarmer(cache, busy=lambda: runtime.pipeline.busy)
+    runtime.pipeline.on_indexed = warmer.notify
+    await collect(runtime.pipeline.upload("acme", "sites.txt", "text/plain", TEXT.encode()))
+    await warmer.drain()
+    chunks = runtime.index.metadata.document_chunks("acme", runtime.metadata.list_documents("acme", 1)[0].document_id)
+    sentences = [s.text for c in chunks for s in split_sentences(c.text)]
+    model.calls.clear()
+    cache.encode(["How often are blades inspected?", *sentences])  # what answering asks for
+    assert model.calls == [1]  # only the question was embedded
+
+
+async def test_warm_up_waits_for_ingestion_to_go_idle() -> None:
+    model = HashEmbedder()
+    busy = [True]
+    warmer = SentenceWarmer(CachedEncoder(model), busy=lambda: busy[0], poll_s=0.01)
+    warmer.notify(["One sentence here. Another one there."])
+    await asyncio.sleep(0.05)
+    assert model.calls == []  # still ingesting: the cores belong to the embedder's ingestion work
+    busy[0] = False
+    await warmer.drain()
+    assert model.calls == [2]
