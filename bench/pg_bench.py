@@ -29,8 +29,10 @@ from bench.corpus import BenchCorpus, DiskCachedEncoder
 from bench.environment import describe as environment
 from bench.stats import latency_summary
 from bench.synthetic_corpus import CHUNKS_PER_DOCUMENT, _document, base_pool, synthetic_chunks
+from services.models.embedder import MODEL_NAME
 from services.rag.documents import GraphSyncState
 from services.rag.retrieval import HybridRetriever, RetrievalConfig
+from services.rag.runtime import open_postgres_stores
 from services.rag.settings import RagSettings
 from services.storage.local_server import LocalPostgres
 from services.storage.postgres import close_shared
@@ -90,7 +92,29 @@ def _write(corpus: BenchCorpus, tenant: str, texts: list[str], vectors) -> float
     return round(time.perf_counter() - started, 1)
 
 
+def _timed(corpus_index, encoder, queries: list[str], warmup: int, depth: int, config) -> dict:
+    retriever = HybridRetriever(corpus_index, encoder, config)
+    timings: dict[str, list[float]] = {"search": [], "dense": [], "keyword": []}
+    for n, query in enumerate(queries):
+        vector = encoder.encode([query])[0]
+        samples = {}
+        started = time.perf_counter()
+        retriever.retrieve(BenchCorpus.TENANT, query, top_k=8)
+        samples["search"] = time.perf_counter() - started
+        started = time.perf_counter()
+        corpus_index.dense_search(BenchCorpus.TENANT, vector, depth)
+        samples["dense"] = time.perf_counter() - started
+        started = time.perf_counter()
+        corpus_index.keyword_search(BenchCorpus.TENANT, query, depth)
+        samples["keyword"] = time.perf_counter() - started
+        if n >= warmup:
+            for name, seconds in samples.items():
+                timings[name].append(seconds * 1000)
+    return {name: latency_summary(ms) for name, ms in timings.items()}
+
+
 def latency(server: LocalPostgres, chunks: int, query_count: int, warmup: int = 20) -> dict:
+    """Both PostgreSQL keyword modes read the same database (written once); embedded has its own stores."""
     pool = base_pool(1024)
     texts, vectors = synthetic_chunks(pool, chunks, seed=7, max_chars=RagSettings().chunk_size)
     queries = [json.loads(line)["text"] for line in scifact.DATA.joinpath("queries.train.jsonl").open()]
@@ -102,35 +126,27 @@ def latency(server: LocalPostgres, chunks: int, query_count: int, warmup: int = 
     depth = max(8 * config.candidate_factor, config.min_candidates)
     out: dict = {"chunks": chunks, "queries": query_count, "top_k": 8, "vectors": "synthetic (see module doc)",
                  "backends": {}}
-    for backend in BACKENDS:
+    for backend in ("embedded", "postgres-fts"):
         storage = storage_for(backend, server, f"serving_{backend.replace('-', '_')}")
         corpus = BenchCorpus(encoder, storage=storage)
         try:
             write_s = _write(corpus, BenchCorpus.TENANT, texts, vectors)
-            retriever = HybridRetriever(corpus.index, encoder, config)
-            timings: dict[str, list[float]] = {"search": [], "dense": [], "keyword": []}
-            for n, query in enumerate(queries):
-                vector = encoder.encode([query])[0]
-                samples = {}
-                started = time.perf_counter()
-                retriever.retrieve(BenchCorpus.TENANT, query, top_k=8)
-                samples["search"] = time.perf_counter() - started
-                started = time.perf_counter()
-                corpus.index.dense_search(BenchCorpus.TENANT, vector, depth)
-                samples["dense"] = time.perf_counter() - started
-                started = time.perf_counter()
-                corpus.index.keyword_search(BenchCorpus.TENANT, query, depth)
-                samples["keyword"] = time.perf_counter() - started
-                if n >= warmup:
-                    for name, seconds in samples.items():
-                        timings[name].append(seconds * 1000)
             out["backends"][backend] = {"write_seconds": write_s,
-                                        **{name: latency_summary(ms) for name, ms in timings.items()}}
+                                        **_timed(corpus.index, encoder, queries, warmup, depth, config)}
+            print(backend, json.dumps(out["backends"][backend]), flush=True)
+            if storage is not None:
+                bm25 = storage.model_copy(update={"postgres_keyword": "bm25"})
+                *_, index = open_postgres_stores(corpus.root, bm25, MODEL_NAME, 384)
+                started = time.perf_counter()
+                index.keyword.refresh(BenchCorpus.TENANT)
+                build_s = round(time.perf_counter() - started, 1)
+                out["backends"]["postgres-bm25"] = {"bm25_cache_build_seconds": build_s,
+                                                    **_timed(index, encoder, queries, warmup, depth, config)}
+                print("postgres-bm25", json.dumps(out["backends"]["postgres-bm25"]), flush=True)
         finally:
             corpus.close()
             if storage is not None:
                 close_shared(storage.dsn())
-        print(backend, json.dumps(out["backends"][backend]), flush=True)
     return out
 
 

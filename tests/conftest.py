@@ -46,8 +46,9 @@ STORE_BACKENDS = ["embedded", "postgres"]
 def pytest_generate_tests(metafunc):
     """Modules marked ``store_backends`` run each test that opens stores once per backend: the
     congruence suites (the same assertions on the embedded stores and on PostgreSQL)."""
-    if "store_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("store_backends"):
-        metafunc.parametrize("store_backend", STORE_BACKENDS, indirect=True)
+    marker = metafunc.definition.get_closest_marker("store_backends")
+    if "store_backend" in metafunc.fixturenames and marker:
+        metafunc.parametrize("store_backend", list(marker.args) or STORE_BACKENDS, indirect=True)
 
 
 @pytest.fixture(scope="session")
@@ -84,7 +85,8 @@ def postgres_dsn(postgres_server):
 
 @pytest.fixture
 def store_backend(request) -> str:
-    """``embedded``, or each backend in turn in modules marked ``store_backends``."""
+    """``embedded``, or each backend in turn in modules marked ``store_backends`` (``postgres-bm25``: the
+    PostgreSQL backend with the BM25 keyword cache, for suites that name it)."""
     return getattr(request, "param", "embedded")
 
 
@@ -95,7 +97,9 @@ def storage(store_backend, request):
 
     if store_backend == "embedded":
         return StorageSettings(store_backend="embedded")
-    return StorageSettings(store_backend="postgres", postgres_dsn=request.getfixturevalue("postgres_dsn"))
+    keyword = "bm25" if store_backend == "postgres-bm25" else "fts"
+    return StorageSettings(store_backend="postgres", postgres_dsn=request.getfixturevalue("postgres_dsn"),
+                           postgres_keyword=keyword)
 
 
 @pytest.fixture(scope="session")

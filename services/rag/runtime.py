@@ -142,9 +142,23 @@ def open_postgres_stores(root: pathlib.Path, storage: StorageSettings, model_nam
     vectors = PostgresVectors(db, model_name, dimension, storage.postgres_hnsw_ef_search)
     keyword: Bm25Keywords | FullTextKeywords
     if storage.postgres_keyword == "bm25":
-        cache = KeywordIndex(root / "bm25-cache", metadata)
+        cache_dir, lock = _cache_slot(root / "bm25-cache")
+        cache = KeywordIndex(cache_dir, metadata)
         cache.load()
-        keyword = Bm25Keywords(cache, metadata)
+        keyword = Bm25Keywords(cache, metadata, lock)
     else:
         keyword = FullTextKeywords(db)
     return metadata, blobs, vectors, keyword, PostgresChunkIndex(metadata, vectors, keyword)
+
+
+def _cache_slot(parent: pathlib.Path):
+    """A cache directory no other live process uses: replicas may share a data directory, and a
+    restarted one takes a free slot again (usually its own, so its BM25 indexes are still warm)."""
+    import fasteners
+
+    parent.mkdir(parents=True, exist_ok=True)
+    for slot in range(256):
+        lock = fasteners.InterProcessLock(str(parent / f"slot-{slot}.lock"))
+        if lock.acquire(blocking=False):
+            return parent / f"slot-{slot}", lock
+    raise RuntimeError(f"no free BM25 cache slot under {parent}")

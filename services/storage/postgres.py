@@ -87,9 +87,11 @@ class Postgres:
     def __init__(self, dsn: str, pool_size: int = 8) -> None:
         self.dsn = dsn
         migrate(dsn)
+        # check: a connection is tested as it leaves the pool, so a server restart or a managed
+        # failover costs a reconnect rather than a failed request.
         self.pool = ConnectionPool(
             dsn, min_size=1, max_size=pool_size, kwargs={"row_factory": dict_row}, configure=_configure,
-            open=True, name="docuthinker",
+            check=ConnectionPool.check_connection, open=True, name="docuthinker",
         )
         self.pool.wait(timeout=30)
 

@@ -27,7 +27,7 @@ from .probes import held_by_each_store
 
 EMBED = HashEmbedder()
 
-pytestmark = pytest.mark.store_backends  # every test that uses the stores runs on both backends
+pytestmark = pytest.mark.store_backends("embedded", "postgres", "postgres-bm25")  # each test on every backend
 
 
 def embedded_only(store_backend: str, why: str) -> None:
