@@ -67,7 +67,7 @@ def rate(embedder, texts: list[str], batch_size: int, sort: bool = True) -> floa
 
 def throughput(embedders: dict, texts: list[str], rounds: int, batch_size: int) -> dict:
     rates: dict[str, list[float]] = {name: [] for name in embedders}
-    for name, embedder in embedders.items():  # warm-up: first calls allocate
+    for embedder in embedders.values():  # warm-up: first calls allocate
         embedder.encode(texts[:64], batch_size)
     for _ in range(rounds):
         for name, embedder in embedders.items():

@@ -43,7 +43,7 @@ class MicroBatcher:
 
     @property
     def name(self) -> str:
-        return self.inner.name
+        return str(getattr(self.inner, "name", type(self.inner).__name__))
 
     @property
     def dimension(self) -> int:

@@ -80,8 +80,10 @@ class RagService:
         self.warmer: SentenceWarmer | None = None
 
     async def start(self) -> None:
-        model = self._embedder
-        if model is None:
+        model: TextEmbedder
+        if self._embedder is not None:
+            model = self._embedder
+        else:
             from services.models.embedder import get_embedder
 
             model = await asyncio.to_thread(get_embedder)
@@ -91,29 +93,29 @@ class RagService:
                 GraphLink.open, metadata_path(self.settings.data_dir), self._graph_feed, self.graph_settings)
             graph_sync = self.graph.port
         self.transcriber, audio = build_speech(self.speech, self.settings.max_upload_bytes)
-        self.runtime = await asyncio.to_thread(
+        self.runtime = runtime = await asyncio.to_thread(
             RagRuntime.open, self.settings.data_dir, self.rag, self.settings.max_upload_bytes, model, graph_sync,
             audio,
         )
         sentence_cache = CachedEncoder(model)
         self.warmer = SentenceWarmer(sentence_cache, busy=lambda: self.runtime is not None and self.runtime.pipeline.busy)
-        self.runtime.pipeline.on_indexed = self.warmer.notify
-        answers, agents = build_answering(self.runtime.index, self.runtime.metadata, model, self.answer_settings,
+        runtime.pipeline.on_indexed = self.warmer.notify
+        answers, agents = build_answering(runtime.index, runtime.metadata, model, self.answer_settings,
                                           self.router, related_documents=graph_related(GraphClient(self.channels)),
                                           sentence_cache=sentence_cache)
         spoken = SpokenQuestions(answers, self.transcriber, self.speech.max_question_seconds)
         self.speech_task = asyncio.get_running_loop().create_task(warm_up(self.transcriber))
-        inputs, crew, analysis = build_analysis(self.runtime.pipeline, self.runtime.catalog, answers, self.channels,
+        inputs, crew, analysis = build_analysis(runtime.pipeline, runtime.catalog, answers, self.channels,
                                                 self.router, self.providers, self.crew_settings,
                                                 self.analysis_settings)
         self.servicer = RagServicer(
-            self.settings.max_upload_bytes, pipeline=self.runtime.pipeline, catalog=self.runtime.catalog,
+            self.settings.max_upload_bytes, pipeline=runtime.pipeline, catalog=runtime.catalog,
             answers=answers, agents=agents, spoken=spoken, inputs=inputs, crew=crew, analysis=analysis)
         self.resume_task = asyncio.get_running_loop().create_task(
-            self.runtime.pipeline.resume_unfinished(enabled=self.rag.resume_on_startup)
+            runtime.pipeline.resume_unfinished(enabled=self.rag.resume_on_startup)
         )
         if self.graph is not None:
-            await self.graph.start(self.runtime.metadata, self.runtime.pipeline.locks)
+            await self.graph.start(runtime.metadata, runtime.pipeline.locks)
 
     async def stop(self) -> None:
         if self.resume_task is not None:

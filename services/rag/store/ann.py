@@ -17,15 +17,20 @@ import os
 import pathlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-import faiss
+import faiss as _faiss
 import numpy as np
+
+# faiss's SWIG stubs miss the keyword forms and several index types used here (SearchParametersHNSW,
+# IDSelectorBitmap, remove_ids on an array): the module is used untyped rather than ignore every line.
+faiss: Any = _faiss
 
 
 @dataclass(frozen=True)
 class HnswParams:
     m: int = 32
-    """Graph neighbours per node (bench/ann_bench.py: recall@10 >= 0.99 of exact at 1M)."""
+    """Graph neighbours per node (bench/ann_bench.py: recall@10 0.9995 of exact at 20k vectors, ef_search 64+)."""
     ef_construction: int = 80
     ef_search: int = 96
 
