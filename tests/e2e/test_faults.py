@@ -194,7 +194,7 @@ def test_sigkill_during_uploads_and_streams(supervised, counts, service):
     seen = counts.setdefault(f"sigkill_{service}", Counter())
     uploaded: list[str] = []
     cut_uploads: list[str] = []  # filenames whose upload stream was cut: the client never learnt their id
-    with httpx.Client(base_url=supervised.mesh.base_url, timeout=120) as client, ThreadPoolExecutor(4) as pool:
+    with supervised.mesh.http(timeout=120) as client, ThreadPoolExecutor(4) as pool:
         for n in range(CYCLES):
             stream_started, upload_started = threading.Event(), threading.Event()
             work: list[tuple[str, Future]] = [
@@ -259,7 +259,7 @@ def test_a_paused_service_fails_its_callers_within_their_timeout(supervised, cou
     pid = supervised.kill("rag", signal.SIGSTOP)
     try:
         paused_at = time.monotonic()
-        with httpx.Client(base_url=base, timeout=CLIENT_TIMEOUT_S) as client:
+        with supervised.mesh.http(timeout=CLIENT_TIMEOUT_S) as client:
             while time.monotonic() - paused_at < PAUSE_S:
                 search = client.post("/v1/search", json={"query": "pump seals"}, headers=TENANT)
                 seen[f"search:{search.status_code}"] += 1
@@ -277,14 +277,14 @@ def test_a_paused_service_fails_its_callers_within_their_timeout(supervised, cou
         os.kill(pid, signal.SIGCONT)
     supervised.wait(lambda: supervised.routed("rag"), "rag routed again after SIGCONT")
     assert supervised.mesh.pids()["rag"] == pid  # paused, not restarted
-    with httpx.Client(base_url=base, timeout=60) as client:
+    with supervised.mesh.http(timeout=60) as client:
         assert client.post("/v1/search", json={"query": "pump seals"}, headers=TENANT).status_code == 200
 
 
 def test_the_graph_oom_query_fails_alone_and_the_graph_survives(supervised, counts):
     seen = counts.setdefault("graph_oom", Counter())
     pid = supervised.mesh.pids()["graph"]
-    with httpx.Client(base_url=supervised.mesh.base_url, timeout=120) as client:
+    with supervised.mesh.http(timeout=120) as client:
         with ThreadPoolExecutor(3) as pool:
             replies = list(pool.map(lambda _: client.post("/v1/graph/query", headers=TENANT, json={
                 "cypher": "UNWIND range(1, 1000000000) AS x RETURN count(x) AS n"}), range(3)))
@@ -300,14 +300,14 @@ def test_the_graph_oom_query_fails_alone_and_the_graph_survives(supervised, coun
 def test_a_restart_of_the_whole_mesh_keeps_every_document(supervised, counts):
     seen = counts.setdefault("mesh_restart", Counter())
     mesh = supervised.mesh
-    with httpx.Client(base_url=mesh.base_url, timeout=120) as client:
+    with mesh.http(timeout=120) as client:
         before = {d["document_id"]: (d["status"], d["chunk_count"]) for d in _documents(client)}
     supervised.supervisor.stop()
     mesh.stop()
     mesh.start()
     supervised.supervisor = Supervisor(mesh, LauncherSettings(restart_initial_s=0.1))
     supervised.supervisor.watch(list(mesh.pids()))
-    with httpx.Client(base_url=mesh.base_url, timeout=120) as client:
+    with mesh.http(timeout=120) as client:
         after = {d["document_id"]: (d["status"], d["chunk_count"]) for d in _documents(client)}
     seen.update({"documents_before": len(before), "documents_after": len(after),
                  "changed": sum(before.get(k) != v for k, v in after.items())})

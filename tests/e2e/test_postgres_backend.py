@@ -38,7 +38,7 @@ def pg_mesh(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(pg_mesh):
-    with httpx.Client(base_url=pg_mesh.base_url, timeout=180) as http:
+    with pg_mesh.http(timeout=180) as http:
         yield http
 
 

@@ -101,12 +101,34 @@ def replicated(tmp_path_factory, postgres_dsn):
     vendor.server.shutdown()
 
 
+class _AsTheMesh(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    """Adds the mesh credential (service ports serve only the mesh) and, for the shared-state checks, the
+    admin role a gateway would set from an admin token."""
+
+    def __init__(self, extra: tuple[tuple[str, str], ...]) -> None:
+        self._extra = extra
+
+    def _details(self, details):
+        return details._replace(metadata=[*(details.metadata or ()), *self._extra])
+
+    def intercept_unary_unary(self, continuation, details, request):
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):
+        return continuation(self._details(details), request)
+
+
+def _channel(mesh, replica: str) -> grpc.Channel:
+    extra = (*mesh.grpc_metadata(), ("x-docuthinker-role", "admin"))
+    return grpc.intercept_channel(grpc.insecure_channel(mesh.grpc_target(replica)), _AsTheMesh(extra))
+
+
 def _rag(mesh, replica: str) -> rpb_grpc.RagServiceStub:
-    return rpb_grpc.RagServiceStub(grpc.insecure_channel(mesh.grpc_target(replica)))
+    return rpb_grpc.RagServiceStub(_channel(mesh, replica))
 
 
 def _orchestrator(mesh, replica: str) -> opb_grpc.OrchestratorServiceStub:
-    return opb_grpc.OrchestratorServiceStub(grpc.insecure_channel(mesh.grpc_target(replica)))
+    return opb_grpc.OrchestratorServiceStub(_channel(mesh, replica))
 
 
 def _ingest(stub: rpb_grpc.RagServiceStub, filename: str, text: str) -> dpb.Document:
@@ -147,7 +169,7 @@ def _big_text() -> str:
 
 
 def test_a_rag_replica_killed_under_load_costs_no_idempotent_call_and_no_upload(replicated):
-    gateway = httpx.Client(base_url=replicated.base_url, timeout=300, headers={"x-tenant-id": TENANT})
+    gateway = replicated.http(timeout=300, headers={"x-tenant-id": TENANT})
     uploads = {**_upload_texts(), "folio.txt": _big_text()}
     survivor = _rag(replicated, "rag")
     # An upload straight to the replica that will die, caught mid-ingestion (seen in progress by the other one).

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def http(mesh):
-    with httpx.Client(base_url=mesh.base_url, timeout=60) as client:
+    with mesh.http(timeout=60) as client:
         yield client
 
 
