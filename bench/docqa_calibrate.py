@@ -50,7 +50,7 @@ DOCQA_WEIGHT = 1.0
 KEEP = 0.85
 """Share of the reader-supported answerable questions the vote keeps (0.8 refused more unanswerable
 docqa questions but lost right answers out of fold; 0.9 kept more wrong ones)."""
-GRID = tuple(round(x, 3) for x in np.linspace(0.01, 0.9, 90))
+GRID = tuple(round(float(x), 3) for x in np.linspace(0.01, 0.9, 90))
 
 
 @dataclass(frozen=True)
@@ -249,7 +249,7 @@ MODEL = (
     {round(intercept, 6)!r},
 )
 """(coefficients, intercept) of P(the reading is a right answer) over ``FEATURES``."""
-THRESHOLD = {threshold!r}
+THRESHOLD = {float(threshold)!r}
 """Probability under which a reading (not a table cell) is refused."""
 '''
     MODEL_FILE.write_text(text)

@@ -15,5 +15,5 @@ MODEL = (
     2.691137,
 )
 """(coefficients, intercept) of P(the reading is a right answer) over ``FEATURES``."""
-THRESHOLD = np.float64(0.18)
+THRESHOLD = 0.18
 """Probability under which a reading (not a table cell) is refused."""
