@@ -83,7 +83,8 @@ def _legacy_accepts(reading, row: np.ndarray) -> bool:
 def _sample(dataset: str, group: str, answerable: bool, reading, row, correct: bool) -> Sample:
     if reading is None or row is None:
         return Sample(dataset, group, answerable, True, False, False, tuple([0.0] * len(FEATURE_NAMES)), False)
-    return Sample(dataset, group, bool(answerable), True, bool(reading.supported), bool(reading.from_table),
+    return Sample(dataset, group, bool(answerable), True, bool(reading.supported),
+                  bool(reading.from_table or reading.labelled),
                   tuple(float(x) for x in row), bool(correct and answerable), _legacy_accepts(reading, row))
 
 

@@ -175,10 +175,11 @@ class ExtractiveAnswerer:
         return reading, (self.acceptance.probability(row) if row is not None else 0.0)
 
     def accepts(self, reading: Reading | None, probability: float) -> bool:
-        """SUPPORTED needs the asked-for type, the key terms covered, and (but for table cells) the learned vote."""
+        """SUPPORTED needs the asked-for type, the key terms covered, and (but for table cells and labelled
+        form values) the learned vote."""
         if reading is None or not reading.supported:
             return False
-        return reading.from_table or probability >= self.config.read_threshold
+        return reading.from_table or reading.labelled or probability >= self.config.read_threshold
 
     def answer_read(self, question: str, asked: str, retrieved: Sequence[RetrievedChunk], *,
                     flagged: bool = False) -> GroundedAnswer:

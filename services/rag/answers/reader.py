@@ -67,6 +67,8 @@ class Reading:
     soft: bool = False
     """A who/where question read as an untyped one: no entity of the asked-for type in its sentence."""
     from_table: bool = False
+    labelled: bool = False
+    """A form value whose aligned label (``column_header``) the question names: read like a table cell."""
     unseen_terms: int = 0
     """Key terms of the question found in none of the retrieved passages (nor their sources)."""
     key_term_count: int = 0
@@ -312,12 +314,16 @@ class Reader:
             else:
                 short_text, start, end = short.text, short.start, short.end
             own, _ = coverage(question, kind, f"{span.text} {label}", "", span.text)
+            labelled = bool(label) and _label_share(label, terms) >= 0.5
             reading = Reading(kind, hit, span, short_text, start, end, coverage=cover, names_covered=names,
-                              soft=soft, own_coverage=own)
+                              soft=soft, own_coverage=own, labelled=labelled,
+                              column_header=" ".join(label.split()) if labelled else "")
             # Without a typed span to move it, the reader keeps closer to the learned ranking (SQuAD: the
             # best-ranked sentence was right more often than a better-covering lower one).
+            # A value whose own label the question names is read like a table cell: the label outweighs rank.
+            named_by_label = 3.0 * _label_share(label, terms) if label else 0.0
             score = (prior if short is not None else 2.0 * prior) + 1.5 * cover + own + (1.0 if names else 0.0) \
-                - (1.0 if soft else 0.0)
+                - (1.0 if soft else 0.0) + named_by_label
             if best is None or score > best[0]:
                 best = (score, reading)
         if best is None:
