@@ -36,7 +36,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from bench.corpus import DiskCachedEncoder
-from bench.docqa_bench import RESULTS, load_items, library, reply_from_domain
+from bench.docqa_bench import RESULTS, library, load_items, reply_from_domain
 from bench.docqa_corpus import DocumentCorpus
 from bench.docqa_score import score
 from services.rag.answers.acceptance import FEATURE_NAMES
@@ -274,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     shipped = [s.read and s.shipped_accepts for s in samples]
     results = {
         "benchmark": "docqa-calibration",
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "description": ("reader acceptance model (logistic, acceptance.FEATURE_NAMES) fitted on docqa dev + a "
                         f"seeded sample of {args.squad} SQuAD 2.0 dev questions (apart from the quality bench's "
                         "quick sample); leave-one-document-out CV over docqa files and SQuAD articles. SQuAD "

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.rag.answers import acceptance, answer_model, lexical, reader_model
+from services.rag.answers.answer_types import TYPED, AnswerType
 from services.rag.answers.features import FEATURE_NAMES, Candidate, feature_matrix
 from services.rag.answers.injection import is_instruction
-from services.rag.answers.answer_types import TYPED, AnswerType
-from services.rag.answers.reader import Reader, Reading
 from services.rag.answers.model import REFUSAL, AnswerSentence, Citation, GroundedAnswer, SupportStatus, with_marker
-from services.rag.answers.sentences import Span, split_sentences
+from services.rag.answers.reader import Reader, Reading
 from services.rag.answers.scoring import AnswerScorer, sigmoid
+from services.rag.answers.sentences import Span, split_sentences
 from services.rag.answers.spans import short_answer
 from services.rag.answers.support import answer_status, confidence_note
 from services.rag.retrieval import RetrievedChunk

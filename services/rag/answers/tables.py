@@ -312,7 +312,7 @@ def _column_score(header: str, question_words: Sequence[str], terms: frozenset[s
     return 0.0
 
 
-_ROW_NUMBER = re.compile(r"\brow\s+(?:(?:number|no\.?|#)\s*)?(\d+)\b", re.I)
+_ROW_NUMBER = re.compile(r"\brow\s+(?:(?:number|no\.?|#)\s*)?(\d+)\b", re.IGNORECASE)
 
 
 def lookup(question: str, tables: Sequence[tuple[int, Table, str]], similarity: Callable[[list[str]], np.ndarray]
