@@ -30,11 +30,10 @@ from collections.abc import Callable, Sequence
 
 import httpx
 
-from bench import paths
 from bench.docqa_score import Cited, Item, Reply, breakdown, goals, markdown, outcome_rows, score
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED = paths.SHARED
+SHARED = ROOT.parent / "shared"
 DOCQA = SHARED / "data" / "docqa" / "dev.json"
 FIXTURES = SHARED / "fixtures" / "docs"
 RESULTS = ROOT / "bench" / "results"

@@ -15,12 +15,11 @@ import random
 import time
 from collections.abc import Sequence
 
-from bench import paths
 from bench.corpus import BenchCorpus, DiskCachedEncoder
 from bench.metrics import mean, ndcg_at_k, recall_at_k
 from services.rag.retrieval import FusionMethod, HybridRetriever, Normalisation, RetrievalConfig, ScoreFusionConfig
 
-DATA = paths.SHARED / "data" / "scifact"
+DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 
 QUICK_QUERIES = 200
 QUICK_DOCS = 1200

@@ -26,7 +26,6 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench import paths
 from bench.corpus import BenchCorpus, DiskCachedEncoder
 from bench.metrics import exact_match, mean, token_f1
 from services.rag.answers import answer_model
@@ -34,7 +33,7 @@ from services.rag.answers.evidence import EvidenceRanker, pool_size
 from services.rag.answers.extractive import ExtractiveAnswerer, ExtractiveConfig
 from services.rag.retrieval import HybridRetriever, RetrievalConfig
 
-DATA = paths.SHARED / "data" / "squad"
+DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "squad"
 QUICK_QUESTIONS = 400
 SEPARATOR = "\n\n"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import psycopg
 import pytest
 

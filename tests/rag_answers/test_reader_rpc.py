@@ -45,53 +45,6 @@ The following supplies were received at the depot: generators, water pumps, and 
 Please direct questions about the count to the depot manager, Ruth Alvarez.
 """
 
-# A filing's cover page: each value sits on the line above the label naming it.
-COVER = """Annual report
-
-Harbor Freight Lines, Inc.
-(Exact name of registrant as specified in its charter)
-Oregon | 93-0412875
-(State of incorporation) | (IRS Employer Identification No.)
-Commission file number: 001-31337
-"""
-
-GLOSSARY = """Abbreviations
-
-The terms below are used throughout this guide.
-LRM | Linear Reference Method
-NID | National Identifier
-"""
-
-IRIS = """Measurements
-
- | sepal width | petal width | species
-148 | 3.0 | 2.0 | virginica
-149 | 3.4 | 2.3 | virginica
-150 | 3.0 | 1.8 | virginica
-"""
-
-
-async def test_a_form_value_is_read_by_the_label_aligned_with_it(rag):
-    await rag.upload("cover", "cover.txt", COVER)
-    answer = (await rag.query("cover", "What is the IRS Employer Identification Number?")).answer
-    assert answer.support_status == SUPPORTED
-    assert answer.citations[0].short_answer == "93-0412875"
-
-
-async def test_an_acronym_is_expanded_from_a_glossary_row(rag):
-    await rag.upload("glossary", "glossary.txt", GLOSSARY)
-    answer = (await rag.query("glossary", "What does LRM stand for?")).answer
-    assert answer.support_status == SUPPORTED
-    assert answer.citations[0].short_answer == "Linear Reference Method"
-
-
-async def test_row_number_names_the_row_of_an_index_column(rag):
-    await rag.upload("iris", "iris.txt", IRIS)
-    answer = (await rag.query("iris", "What is the sepal width of row 149?")).answer
-    assert answer.support_status == SUPPORTED
-    citation = answer.citations[0]
-    assert (citation.row_label, citation.column_header, citation.short_answer) == ("149", "sepal width", "3.4")
-
 
 async def test_leader_dot_table_is_answered_by_its_cell_with_row_and_column(rag):
     await rag.upload("tables-dots", "arrests.txt", LEADER_DOTS)

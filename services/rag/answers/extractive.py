@@ -17,14 +17,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from services.rag.answers import acceptance, answer_model, lexical, reader_model
-from services.rag.answers.answer_types import TYPED, AnswerType
+from services.rag.answers import answer_model, lexical
 from services.rag.answers.features import FEATURE_NAMES, Candidate, feature_matrix
 from services.rag.answers.injection import is_instruction
-from services.rag.answers.model import REFUSAL, AnswerSentence, Citation, GroundedAnswer, SupportStatus, with_marker
+from services.rag.answers.answer_types import TYPED, AnswerType
 from services.rag.answers.reader import Reader, Reading
-from services.rag.answers.scoring import AnswerScorer, sigmoid
+from services.rag.answers.model import REFUSAL, AnswerSentence, Citation, GroundedAnswer, SupportStatus, with_marker
 from services.rag.answers.sentences import Span, split_sentences
+from services.rag.answers.scoring import AnswerScorer, sigmoid
 from services.rag.answers.spans import short_answer
 from services.rag.answers.support import answer_status, confidence_note
 from services.rag.retrieval import RetrievedChunk
@@ -46,8 +46,8 @@ class ExtractiveConfig:
     """Shorter fragments (headings, table labels) are not answers on their own."""
     read: bool = True
     """Answer one-part questions with the typed reader (``reader``): short typed answers, table cells, lists."""
-    read_threshold: float = reader_model.THRESHOLD
-    """Probability (``acceptance``) under which a reader's answer abstains; its type and key-term checks come first."""
+    read_threshold: float = 0.05
+    """Answerability under which a reader's sentence answer abstains (its type and key-term checks come first)."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,6 @@ class ExtractiveAnswerer:
         self.config = config or ExtractiveConfig()
         self.scorer = scorer or AnswerScorer.shipped()
         self.reader = Reader(self._similarity)
-        self.acceptance = acceptance.AcceptanceModel.shipped()
 
     def _similarity(self, question: str, texts: list[str]) -> np.ndarray:
         vectors = self._encoder.encode([question, *texts])
@@ -161,48 +160,36 @@ class ExtractiveAnswerer:
         return compose(chosen, question, retrieved, flagged=flagged)
 
 
-    def read(self, question: str, retrieved: Sequence[RetrievedChunk]) -> tuple[Reading | None, np.ndarray | None]:
-        """The reader's answer and its ``acceptance.FEATURE_NAMES`` row (None with no reading)."""
-        ranked = self.rank(question, retrieved)
-        reading = self.reader.read(question, ranked, retrieved)
-        if reading is None:
-            return None, None
-        return reading, acceptance.features(reading, ranked, self.answerability(ranked))
-
     def reading(self, question: str, retrieved: Sequence[RetrievedChunk]) -> tuple[Reading | None, float]:
-        """The reader's answer and the learned probability that it is right (0 with none)."""
-        reading, row = self.read(question, retrieved)
-        return reading, (self.acceptance.probability(row) if row is not None else 0.0)
+        """The reader's answer and the learned answerability of the ranked evidence."""
+        ranked = self.rank(question, retrieved)
+        return self.reader.read(question, ranked, retrieved), self.answerability(ranked)
 
-    def accepts(self, reading: Reading | None, probability: float) -> bool:
-        """SUPPORTED needs the asked-for type, the key terms covered, and (but for table cells and labelled
-        form values) the learned vote."""
+    def accepts(self, reading: Reading | None, answerability: float) -> bool:
+        """SUPPORTED needs the asked-for type, the key terms covered, and (for sentences) the learned threshold."""
         if reading is None or not reading.supported:
             return False
-        return reading.from_table or reading.labelled or probability >= self.config.read_threshold
+        # A span of the asked-for type whose evidence holds every key term needs no learned vote.
+        typed_and_covered = (reading.kind in TYPED and not reading.soft and reading.coverage >= 0.75
+                             and reading.unseen_terms == 0)
+        return reading.from_table or typed_and_covered or answerability >= self.config.read_threshold
 
     def answer_read(self, question: str, asked: str, retrieved: Sequence[RetrievedChunk], *,
                     flagged: bool = False) -> GroundedAnswer:
-        reading, probability = self.reading(asked, retrieved)
-        if not self.accepts(reading, probability):
+        reading, answerability = self.reading(asked, retrieved)
+        if not self.accepts(reading, answerability):
             note = confidence_note(SupportStatus.INSUFFICIENT, flagged=flagged)
             return GroundedAnswer(question, REFUSAL, (), tuple(retrieved), SupportStatus.INSUFFICIENT, note,
                                   answer_type=reading.kind.value if reading else "")
         assert reading is not None
-        return read_answer(question, reading, probability, retrieved, flagged=flagged)
-
-
-def read_answer(question: str, reading: Reading, probability: float, retrieved: Sequence[RetrievedChunk], *,
-                flagged: bool = False) -> GroundedAnswer:
-    """The SUPPORTED answer a reading gives: its short answer and source, cited."""
-    citation = reading_citation(1, reading, probability)
-    text = with_marker(answer_text(reading), 1)
-    sentence = AnswerSentence(" ".join(answer_text(reading).split()), (1,), True, probability, 0)
-    return GroundedAnswer(
-        question=question, answer=text, citations=(citation,), retrieved=tuple(retrieved),
-        support_status=SupportStatus.SUPPORTED, confidence_note=confidence_note(SupportStatus.SUPPORTED, flagged=flagged),
-        sentences=(sentence,), short_answer=reading.short, answer_type=reading.kind.value,
-    )
+        citation = reading_citation(1, reading, answerability)
+        text = with_marker(answer_text(reading), 1)
+        sentence = AnswerSentence(" ".join(answer_text(reading).split()), (1,), True, answerability, 0)
+        return GroundedAnswer(
+            question=question, answer=text, citations=(citation,), retrieved=tuple(retrieved),
+            support_status=SupportStatus.SUPPORTED, confidence_note=confidence_note(SupportStatus.SUPPORTED, flagged=flagged),
+            sentences=(sentence,), short_answer=reading.short, answer_type=reading.kind.value,
+        )
 
 
 SHORT_KINDS = TYPED | {AnswerType.DEFINITION}

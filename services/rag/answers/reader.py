@@ -67,15 +67,9 @@ class Reading:
     soft: bool = False
     """A who/where question read as an untyped one: no entity of the asked-for type in its sentence."""
     from_table: bool = False
-    labelled: bool = False
-    """A form value whose aligned label (``column_header``) the question names: read like a table cell."""
     unseen_terms: int = 0
     """Key terms of the question found in none of the retrieved passages (nor their sources)."""
     key_term_count: int = 0
-    own_coverage: float = 0.0
-    """Share of the question's key terms held by the source itself (not its neighbours or headings)."""
-    category_unseen: bool = False
-    """The noun the question asks about ("which warehouse") appears nowhere in the source's chunk."""
 
     @property
     def supported(self) -> bool:
@@ -90,11 +84,10 @@ class Reading:
 _SECTION_HEADING = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[IVX]+\.|[A-Z]\.)\s+[A-Z][^.!?]*$")
 
 
-def is_fragment(text: str, heading_path: Sequence[str] = (), *, colon_ok: bool = False) -> bool:
-    """Headings, captions and fragments ending in ":" (never an answer on their own; with ``colon_ok`` a
-    long sentence ending in ":" may still hold a typed answer of its own)."""
+def is_fragment(text: str, heading_path: Sequence[str] = ()) -> bool:
+    """Headings, captions and fragments ending in ":" (never an answer on their own)."""
     body = " ".join(text.split())
-    if (body.endswith(":") and not (colon_ok and len(lexical.tokens(body)) > 6)) or _CAPTION.match(body):
+    if body.endswith(":") or _CAPTION.match(body):
         return True
     if any(body == " ".join(h.split()) for h in heading_path):
         return True
@@ -168,12 +161,8 @@ class Reader:
         names, nouns = key_terms(question, reading.kind)
         nouns = nouns - category_terms(question)
         everywhere = frozenset().union(*(lexical.content_terms(f"{h.chunk.text} {_context(h)}") for h in retrieved))
-        category = category_terms(question)
-        chunk = lexical.content_terms(f"{reading.hit.chunk.text} {_context(reading.hit)}")
-        own, _ = coverage(question, reading.kind, reading.source.text, "", reading.source.text)
         return replace(reading, unseen_terms=len(names | nouns) - _fuzzy(names | nouns, everywhere),
-                       key_term_count=len(names | nouns), own_coverage=max(own, reading.own_coverage),
-                       category_unseen=bool(category) and _fuzzy(category, chunk) == 0)
+                       key_term_count=len(names | nouns))
 
     def _read(self, question: str, ranked: Sequence, retrieved: Sequence[RetrievedChunk]) -> Reading | None:
         kind = classify(question)
@@ -223,7 +212,6 @@ class Reader:
     # -- lists -----------------------------------------------------------------------------------
     def list_items(self, question: str, ranked: Sequence) -> Reading | None:
         best: tuple[float, Reading] | None = None
-        top = ranked[0].rank_score if ranked else 0.0
         for position, scored in enumerate(ranked[:READ_SENTENCES]):
             hit, span = scored.retrieved, scored.span
             text = hit.chunk.text
@@ -240,24 +228,18 @@ class Reader:
             own, _ = coverage(question, AnswerType.LIST, source.text, "", source.text)
             reading = Reading(AnswerType.LIST, hit, source, "; ".join(t for _, _, t in items),
                               items=tuple(t for _, _, t in items), coverage=cover, names_covered=names)
-            # The learned ranking leads (on SQuAD a list read off a lower sentence was right a third as often).
-            score = (scored.rank_score - top) + cover + own - 0.3 * position
+            score = cover + own - 0.3 * position
             if best is None or score > best[0]:
                 best = (score, reading)
         return best[1] if best else None
 
     # -- sentences -------------------------------------------------------------------------------
     def sentence(self, question: str, kind: AnswerType, ranked: Sequence) -> Reading | None:
-        acronyms = acronyms_in(question) if kind is AnswerType.DEFINITION else []
-        # A sentence ending in ":" introduces what follows, so it answers only with a typed span of
-        # its own ("... with only four lines of code in Python:"). Rows answer typed questions and
-        # acronyms (a glossary row "LRM | Linear Reference Method").
-        candidates = [s for s in ranked
-                      if not is_fragment(s.span.text, s.retrieved.chunk.provenance.heading_path,
-                                         colon_ok=kind in TYPED and kind not in NAMED)
-                      and (kind in TYPED or bool(acronyms) or not _is_row(s.span.text))]
+        candidates = [s for s in ranked if not is_fragment(s.span.text, s.retrieved.chunk.provenance.heading_path)
+                      and (kind in TYPED or not _is_row(s.span.text))]
         if not candidates:
             return None
+        acronyms = acronyms_in(question) if kind is AnswerType.DEFINITION else []
         q_lower = " ".join(question.lower().split())
         terms = lexical.content_terms(question)
         best: tuple[float, Reading] | None = None
@@ -272,8 +254,8 @@ class Reader:
             spans = split_sentences(text)
             index = next((i for i, s in enumerate(spans) if s.start == span.start), 0)
             window = _window(text, spans, index) if spans else span.text
+            cover, names = coverage(question, kind, window, _context(hit), text)
             prior = scored.rank_score - top - 0.3 * position
-            label = ""
             short: TypedSpan | None = None
             if acronyms:
                 for acronym in acronyms:
@@ -283,16 +265,7 @@ class Reader:
                         break
             elif kind in TYPED:
                 typed = [t for t in typed_spans(span.text, kind) if not _repeats(t.text, q_lower, terms)]
-                labels = _aligned_labels(text, span) if typed and _is_row(span.text) else {}
-                if typed and labels:
-                    # A form row: each value is named by the cell above or below it ("(IRS Employer
-                    # Identification No.)" under "20-8143439"); the value whose label the question names wins.
-                    t = max(typed, key=lambda t: (_label_share(labels.get(_cell_of(span.text, t.start), ""), terms),
-                                                  -t.start))
-                    label = labels.get(_cell_of(span.text, t.start), "")
-                    window = f"{window} {label}"
-                    short = TypedSpan(span.start + t.start, span.start + t.end, t.text, kind)
-                elif typed:
+                if typed:
                     anchors = [m.start() for m in re.finditer(r"\w+", span.text)
                                if lexical.content_terms(m.group(0)) & terms]
                     t = min(typed, key=lambda t: min((abs(a - t.start) for a in anchors), default=0))
@@ -305,26 +278,16 @@ class Reader:
             # untyped one (NER misses lowercase names: "the harbour office paid"), ranked below
             # sentences that do hold one, and left to the learned vote.
             soft = kind in NAMED and short is None
-            if soft and _repeats(span.text, q_lower, terms):
-                continue  # a sentence that only says the question's own names back is no answer
-            cover, names = coverage(question, kind, window, _context(hit), text)
             if short is None:
                 found = short_answer(question, span.text)
                 short_text = found.text if found else span.text
                 start, end = (span.start + found.start, span.start + found.end) if found else (-1, -1)
             else:
                 short_text, start, end = short.text, short.start, short.end
-            own, _ = coverage(question, kind, f"{span.text} {label}", "", span.text)
-            labelled = bool(label) and _label_share(label, terms) >= 0.5
             reading = Reading(kind, hit, span, short_text, start, end, coverage=cover, names_covered=names,
-                              soft=soft, own_coverage=own, labelled=labelled,
-                              column_header=" ".join(label.split()) if labelled else "")
-            # Without a typed span to move it, the reader keeps closer to the learned ranking (SQuAD: the
-            # best-ranked sentence was right more often than a better-covering lower one).
-            # A value whose own label the question names is read like a table cell: the label outweighs rank.
-            named_by_label = 3.0 * _label_share(label, terms) if label else 0.0
-            score = (prior if short is not None else 2.0 * prior) + 1.5 * cover + own + (1.0 if names else 0.0) \
-                - (1.0 if soft else 0.0) + named_by_label
+                              soft=soft)
+            own, _ = coverage(question, kind, span.text, "", span.text)
+            score = prior + 1.5 * cover + own + (1.0 if names else 0.0) - (1.0 if soft else 0.0)
             if best is None or score > best[0]:
                 best = (score, reading)
         if best is None:
@@ -341,40 +304,6 @@ def _repeats(text: str, q_lower: str, terms: frozenset[str]) -> bool:
         return True
     own = lexical.content_terms(text)
     return bool(own) and lexical.coverage(own, terms) >= 0.5
-
-
-def _cells(line: str) -> list[tuple[int, int]]:
-    """(start, end) of each " | "-separated cell of a row line."""
-    bounds, start = [], 0
-    for part in line.split(" | "):
-        bounds.append((start, start + len(part)))
-        start += len(part) + 3
-    return bounds
-
-
-def _cell_of(row: str, offset: int) -> int:
-    return next((i for i, (s, e) in enumerate(_cells(row)) if s <= offset <= e), -1)
-
-
-def _aligned_labels(text: str, span: Span) -> dict[int, str]:
-    """Cells of the row line just above or below ``span`` (same width) that are words, by column."""
-    width = len(_cells(span.text))
-    before = text[: span.start].rstrip("\n").rsplit("\n", 1)[-1] if span.start else ""
-    after = text[span.end :].lstrip("\n").split("\n", 1)[0]
-    labels: dict[int, str] = {}
-    for line in (after, before):
-        if " | " not in line or len(_cells(line)) != width:
-            continue
-        for i, (s, e) in enumerate(_cells(line)):
-            cell = line[s:e].strip()
-            if i not in labels and cell and not re.search(r"\d", cell) and lexical.content_terms(cell):
-                labels[i] = cell
-    return labels
-
-
-def _label_share(label: str, terms: frozenset[str]) -> float:
-    have = lexical.content_terms(label)
-    return len(have & terms) / len(have) if have else 0.0
 
 
 def _is_row(text: str) -> bool:

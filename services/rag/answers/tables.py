@@ -312,9 +312,6 @@ def _column_score(header: str, question_words: Sequence[str], terms: frozenset[s
     return 0.0
 
 
-_ROW_NUMBER = re.compile(r"\brow\s+(?:(?:number|no\.?|#)\s*)?(\d+)\b", re.IGNORECASE)
-
-
 def lookup(question: str, tables: Sequence[tuple[int, Table, str]], similarity: Callable[[list[str]], np.ndarray]
            | None = None, min_row: float = 0.6) -> CellAnswer | None:
     """The cell at the question's (row, column) over ``(chunk index, table, context)`` triples, or None.
@@ -325,22 +322,15 @@ def lookup(question: str, tables: Sequence[tuple[int, Table, str]], similarity: 
     terms = lexical.content_terms(question)
     question_words = [w for w in lexical.tokens(question) if w not in lexical.stop_words()]
     best: CellAnswer | None = None
-    asked_row = _ROW_NUMBER.search(question)
     for _, table, context in tables:
         title_terms = lexical.content_terms(f"{table.title} {context}")
         for row in table.rows:
             heads = _header_cells(table, row)
             if not heads:
                 continue
-            # The row label: the row's text cell best named by the question; "row 149" names the row
-            # whose first cell (an index column) is 149.
+            # The row label: the row's text cell best named by the question.
             label_index, label_score, label_hits = -1, 0.0, frozenset[str]()
-            if asked_row and row.cells and row.cells[0].text.strip() == asked_row.group(1):
-                label_index, label_score = 0, 1.0
-                label_hits = lexical.content_terms(asked_row.group(0)) & terms
             for index, cell in enumerate(row.cells):
-                if label_score >= 1.0:
-                    break
                 cell_terms = lexical.content_terms(cell.text)
                 if not cell_terms or is_numeric(cell.text):
                     continue
