@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.corpus import DiskCachedEncoder
-from services.models.embedder import DIMENSION, MODEL_NAME
+from services.models.embedder import DIMENSION, MODEL_NAME, identity
+from services.models.settings import embedder_settings
 from services.rag.documents import (
     Chunk,
     DocumentRecord,
@@ -121,7 +122,8 @@ class CorpusWriter:
     def __init__(self, data_dir: pathlib.Path) -> None:
         root = pathlib.Path(data_dir) / "rag"
         self.metadata = MetadataStore(metadata_path(data_dir))
-        self.vectors = VectorStore(root / "chroma", MODEL_NAME, DIMENSION)
+        # Stamped as the runtime the services will embed queries with, or rag refuses the index at start.
+        self.vectors = VectorStore(root / "chroma", MODEL_NAME, DIMENSION, identity=identity(embedder_settings().runtime))
         self.keyword = KeywordIndex(root / "bm25", self.metadata)
         self.index = ChunkIndex(self.metadata, self.vectors, self.keyword)
 

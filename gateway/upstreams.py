@@ -80,10 +80,14 @@ def cluster(name: str, peer: Peer, health_check: dict, http2: bool = True, keepa
                 **health_check,
             }
         ],
-        "outlier_detection": outlier_detection(),
         # With every host unhealthy, fail fast with 503 instead of Envoy's panic routing to dead hosts.
         "common_lb_config": {"healthy_panic_threshold": {"value": 0}},
     }
+    if not static or len(peer.endpoints) > 1:
+        # Ejection moves traffic to another replica; a lone host has none, and Envoy ejects at least one host
+        # whatever max_ejection_percent says: a restarted single service would stay unroutable for the whole
+        # ejection time (10-60 s) after its health check passed. The health check alone routes around it.
+        body["outlier_detection"] = outlier_detection()
     if not static:
         body["dns_lookup_family"] = "V4_PREFERRED"
         body["dns_refresh_rate"] = "5s"

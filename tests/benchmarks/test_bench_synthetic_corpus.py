@@ -56,7 +56,7 @@ def test_written_corpus_is_searchable_and_what_a_restarted_service_loads(tmp_pat
                                writer.index.get_chunks("serving-test", [k for k, _ in keyword]))
         assert writer.index.dense_search("someone-else", base.vectors[4], 1) == []
         # What RagRuntime.open does at service start: rebuild FAISS from Chroma, load BM25.
-        reopened = VectorStore(tmp_path / "rag" / "chroma", MODEL_NAME, DIMENSION)
+        reopened = VectorStore(tmp_path / "rag" / "chroma", MODEL_NAME, DIMENSION, identity=writer.vectors.identity)
         loaded, orphans = reopened.rebuild(writer.metadata.known_chunk_ids())
         assert (loaded, orphans) == (count, 0)
         keyword_index = KeywordIndex(tmp_path / "rag" / "bm25", writer.metadata)

@@ -255,7 +255,6 @@ def test_sigkill_during_uploads_and_streams(supervised, counts, service):
 
 def test_a_paused_service_fails_its_callers_within_their_timeout(supervised, counts):
     seen = counts.setdefault("sigstop_rag", Counter())
-    base = supervised.mesh.base_url
     pid = supervised.kill("rag", signal.SIGSTOP)
     try:
         paused_at = time.monotonic()

@@ -40,8 +40,11 @@ def test_every_replica_is_an_endpoint_checked_and_ejected_on_its_own(tmp_path):
     assert _addresses(graph) == [("127.0.0.1", 50053)]  # empty target: this machine's port
     for cluster in (rag, nlp, graph):
         assert cluster["health_checks"][0]["grpc_health_check"]["service_name"].startswith("docuthinker.")
+    for cluster in (rag, nlp):  # replicas (an address list, a DNS name of many pods): ejected one by one
         outliers = cluster["outlier_detection"]
         assert outliers["consecutive_local_origin_failure"] and outliers["enforcing_consecutive_5xx"] == 0
+    # A lone host is never ejected (nowhere to move its traffic): only its health check takes it out and back.
+    assert "outlier_detection" not in graph
     _validate(tmp_path, envoy_config.render(settings))
 
 
