@@ -72,10 +72,13 @@ def cluster(name: str, peer: Peer, health_check: dict, http2: bool = True, keepa
         },
         "health_checks": [
             {
-                "timeout": "1s",
+                # Two misses, each given 2 s: a service busy warming up right after a (re)start (loading
+                # models on two shared cores) answers its probe late once; one miss must not take it out.
+                # A dead one refuses connections at once, so it is still out within one interval or two.
+                "timeout": "2s",
                 "interval": HEALTH_INTERVAL,
                 "no_traffic_interval": HEALTH_INTERVAL,
-                "unhealthy_threshold": 1,
+                "unhealthy_threshold": 2,
                 "healthy_threshold": 1,
                 **health_check,
             }
