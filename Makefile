@@ -39,8 +39,9 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-## validate-envoy: render the gateway config and validate it with the real Envoy binary
+## validate-envoy: create the local auth keys if missing (as make run does), render the gateway config and validate it with the real Envoy binary
 validate-envoy: setup
+	$(PY) -c "import pathlib; from gateway.auth import AuthSettings; from services.launcher.local_auth import LocalAuth; from services.runtime import mesh_auth; from services.runtime.config import MeshSettings; s = MeshSettings(); LocalAuth(pathlib.Path(s.data_dir), AuthSettings(), pathlib.Path(s.data_dir) / 'auth' / mesh_auth.CREDENTIAL_FILE).prepare()"
 	$(PY) -m gateway.envoy_config --out logs/envoy.yaml
 	$(VENV)/bin/envoy --mode validate -c logs/envoy.yaml --disable-hot-restart
 
