@@ -48,6 +48,9 @@ class ExtractiveConfig:
     """Answer one-part questions with the typed reader (``reader``): short typed answers, table cells, lists."""
     read_threshold: float = 0.05
     """Answerability under which a reader's sentence answer abstains (its type and key-term checks come first)."""
+    soft_threshold: float = 0.3
+    """The same for a who/where answer without an entity of the asked-for type: the learned vote is all that
+    speaks for it, so it must speak clearly."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,10 @@ class ExtractiveAnswerer:
         # A span of the asked-for type whose evidence holds every key term needs no learned vote.
         typed_and_covered = (reading.kind in TYPED and not reading.soft and reading.coverage >= 0.75
                              and reading.unseen_terms == 0)
-        return reading.from_table or typed_and_covered or answerability >= self.config.read_threshold
+        # So does a value the document labels with the attribute asked about ("Fax: ...", "four lines of code").
+        labelled = (reading.labelled or 0) >= 1 and not reading.soft
+        threshold = self.config.soft_threshold if reading.soft else self.config.read_threshold
+        return reading.from_table or typed_and_covered or labelled or answerability >= threshold
 
     def answer_read(self, question: str, asked: str, retrieved: Sequence[RetrievedChunk], *,
                     flagged: bool = False) -> GroundedAnswer:

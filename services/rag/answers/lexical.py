@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
-_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _NEGATION = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot"})
 QUESTION_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "does", "did", "do"})
@@ -44,7 +45,15 @@ def _stem(word: str) -> str:
 # per candidate, per chunk, per pool): caching both cut a warm query's CPU time by about 40%.
 @lru_cache(maxsize=16384)
 def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(m.group(0).lower().replace("’", "'") for m in _WORD.finditer(text))
+    return tuple(fold(m.group(0).lower().replace("’", "'")) for m in _WORD.finditer(text))
+
+
+@lru_cache(maxsize=65536)
+def fold(word: str) -> str:
+    """Accents dropped, so "GéoGratis" and "GeoGratis", "Müller" and "Muller" are the same word."""
+    if word.isascii():
+        return word
+    return "".join(ch for ch in unicodedata.normalize("NFKD", word) if not unicodedata.combining(ch))
 
 
 def tokens(text: str) -> list[str]:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from services.rag.answers import lexical
+from services.rag.answers.attributes import attribute_of, label_strength
 from services.rag.answers.answer_types import NAMED, TYPE_WORDS, TYPED, AnswerType, classify
 from services.rag.answers.sentences import Span, split_sentences
 from services.rag.answers.spans import noun_terms, short_answer
@@ -41,6 +42,9 @@ READ_SENTENCES = 6
 """Best-ranked sentences the reader looks into for a typed span."""
 MIN_NOUN_COVERAGE = 0.5
 """Share of the question's key nouns the evidence must hold."""
+STRONG_LABEL_LEAD = 10.0
+STRONG_LABEL_COVERAGE = 0.4
+"""The same for a value its counted noun or toll-free form labels (``attributes.label_strength`` 2)."""
 _CAPTION = re.compile(r"^\s*(?:table|figure|fig\.|chart|exhibit|appendix|section|chapter)\s*[\dA-Z]+[.:]", re.I)
 _PART = r"(?:[^,;:]|,(?=\d))+"
 _ENUMERATION = re.compile(rf"{_PART}(?:,\s*{_PART})+,?\s+(?:and|or)\s+(?:[^,;:.]|,(?=\d)|\.(?=\d))+")
@@ -70,14 +74,21 @@ class Reading:
     unseen_terms: int = 0
     """Key terms of the question found in none of the retrieved passages (nor their sources)."""
     key_term_count: int = 0
+    labelled: int | None = None
+    """How strongly the document ties the value to the attribute asked about (``attributes``): None when the
+    question names none, 0 when nothing near the value names it."""
 
     @property
     def supported(self) -> bool:
         # One key term the documents never use is tolerated only in a long question whose other
         # terms the evidence holds (a user's own word for the thing, "rule" for "approval").
-        unseen_ok = self.unseen_terms == 0 or (self.unseen_terms == 1 and self.key_term_count >= 4
-                                                and self.coverage >= 0.75)
-        return (self.typed and self.names_covered and self.coverage >= MIN_NOUN_COVERAGE
+        # A value labelled by the very attribute asked about ("21 million passages") carries that evidence
+        # itself: its other terms may be the user's own words.
+        strong = self.labelled == 2
+        unseen_ok = self.unseen_terms == 0 or (self.unseen_terms == 1 and (
+            (self.key_term_count >= 4 and self.coverage >= 0.75) or (strong and self.key_term_count >= 3)))
+        least = STRONG_LABEL_COVERAGE if strong else MIN_NOUN_COVERAGE
+        return (self.typed and self.names_covered and self.coverage >= least and self.labelled != 0
                 and (self.from_table or unseen_ok))
 
 
@@ -136,7 +147,8 @@ def coverage(question: str, kind: AnswerType, evidence: str, context: str, chunk
     names, nouns = key_terms(question, kind, source)
     have = lexical.content_terms(evidence) | source
     chunk = lexical.content_terms(chunk_text) | source
-    noun_share = _fuzzy(nouns | names, have) / len(nouns | names) if nouns | names else 1.0
+    # A name the question gives (the company, the paper) is the passage's subject: its chunk naming it is enough.
+    noun_share = (_fuzzy(nouns, have) + _fuzzy(names, chunk)) / len(nouns | names) if nouns | names else 1.0
     return noun_share, _fuzzy(names, chunk) == len(names)
 
 
@@ -159,10 +171,15 @@ class Reader:
         if reading is None:
             return None
         names, nouns = key_terms(question, reading.kind)
-        nouns = nouns - category_terms(question)
+        # The class asked about ("which warehouse") need not be in the answer's sentence, but documents
+        # that never use the word anywhere do not hold the answer.
+        asked = names | nouns
         everywhere = frozenset().union(*(lexical.content_terms(f"{h.chunk.text} {_context(h)}") for h in retrieved))
-        return replace(reading, unseen_terms=len(names | nouns) - _fuzzy(names | nouns, everywhere),
-                       key_term_count=len(names | nouns))
+        attribute = attribute_of(question, reading.kind)
+        if reading.labelled and attribute is not None:
+            everywhere |= attribute.terms
+        return replace(reading, unseen_terms=len(asked) - _fuzzy(asked, everywhere),
+                       key_term_count=len(asked - category_terms(question)))
 
     def _read(self, question: str, ranked: Sequence, retrieved: Sequence[RetrievedChunk]) -> Reading | None:
         kind = classify(question)
@@ -235,7 +252,11 @@ class Reader:
 
     # -- sentences -------------------------------------------------------------------------------
     def sentence(self, question: str, kind: AnswerType, ranked: Sequence) -> Reading | None:
-        candidates = [s for s in ranked if not is_fragment(s.span.text, s.retrieved.chunk.provenance.heading_path)
+        attribute = attribute_of(question, kind) if kind in TYPED else None
+        # A sentence leading into a list or code ("... with only four lines of code in Python:") may still
+        # hold a value its own words label; it is read for that value only.
+        candidates = [s for s in ranked if (not is_fragment(s.span.text, s.retrieved.chunk.provenance.heading_path)
+                                            or (attribute is not None and _lead_in(s.span.text)))
                       and (kind in TYPED or not _is_row(s.span.text))]
         if not candidates:
             return None
@@ -257,6 +278,7 @@ class Reader:
             cover, names = coverage(question, kind, window, _context(hit), text)
             prior = scored.rank_score - top - 0.3 * position
             short: TypedSpan | None = None
+            labelled: int | None = None
             if acronyms:
                 for acronym in acronyms:
                     short = acronym_expansion(span.text, acronym)
@@ -268,12 +290,20 @@ class Reader:
                 if typed:
                     anchors = [m.start() for m in re.finditer(r"\w+", span.text)
                                if lexical.content_terms(m.group(0)) & terms]
-                    t = min(typed, key=lambda t: min((abs(a - t.start) for a in anchors), default=0))
+                    def strength(t: TypedSpan) -> int:
+                        return label_strength(attribute, text, span.start + t.start, span.start + t.end) if attribute else 0
+                    t = min(typed, key=lambda t: (-strength(t), min((abs(a - t.start) for a in anchors), default=0)))
                     short = TypedSpan(span.start + t.start, span.start + t.end, t.text, kind)
+                    labelled = strength(t) if attribute else None
                 elif kind not in NAMED and position < READ_SENTENCES:
                     continue  # no span of the asked-for shape here
             if short is None and ((kind in TYPED and kind not in NAMED) or acronyms):
                 continue
+            if labelled == 0 and _lead_in(span.text):
+                continue
+            if labelled and attribute is not None:
+                # The label stands for the attribute's words ("toll-free" for a 1-800 number).
+                cover, names = coverage(question, kind, f"{window} {' '.join(attribute.terms)}", _context(hit), text)
             # A who/where question whose sentence holds no entity of that type is read as an
             # untyped one (NER misses lowercase names: "the harbour office paid"), ranked below
             # sentences that do hold one, and left to the learned vote.
@@ -281,13 +311,18 @@ class Reader:
             if short is None:
                 found = short_answer(question, span.text)
                 short_text = found.text if found else span.text
+                if soft and _repeats(short_text, q_lower, terms):
+                    continue  # "Galaxy Gaming, Inc." for "who is Galaxy Gaming's CEO": the question's own name
                 start, end = (span.start + found.start, span.start + found.end) if found else (-1, -1)
             else:
                 short_text, start, end = short.text, short.start, short.end
             reading = Reading(kind, hit, span, short_text, start, end, coverage=cover, names_covered=names,
-                              soft=soft)
+                              soft=soft, labelled=labelled)
             own, _ = coverage(question, kind, span.text, "", span.text)
-            score = prior + 1.5 * cover + own + (1.0 if names else 0.0) - (1.0 if soft else 0.0)
+            score = (prior + 1.5 * cover + own + (1.0 if names else 0.0) - (1.0 if soft else 0.0)
+                     + 1.5 * (labelled or 0) - (1.5 if labelled == 0 else 0.0)
+                     # A value its counted noun or toll-free form labels outranks any unlabelled one.
+                     + (STRONG_LABEL_LEAD if labelled == 2 else 0.0))
             if best is None or score > best[0]:
                 best = (score, reading)
         if best is None:
@@ -304,6 +339,12 @@ def _repeats(text: str, q_lower: str, terms: frozenset[str]) -> bool:
         return True
     own = lexical.content_terms(text)
     return bool(own) and lexical.coverage(own, terms) >= 0.5
+
+
+def _lead_in(text: str) -> bool:
+    """A sentence ending in ":" with words of its own (not a bare label or heading)."""
+    body = text.strip()
+    return body.endswith(":") and len(lexical.tokens(body)) > 6
 
 
 def _is_row(text: str) -> bool:

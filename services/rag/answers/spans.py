@@ -82,7 +82,9 @@ def noun_terms(question: str) -> tuple[tuple[str, bool], ...]:
     """The question's nouns, proper nouns and numbers as (lower-cased word, is_name), in order."""
     with _lock:
         doc = _nlp()(question)
-    return tuple((t.lower_, t.pos_ in ("PROPN", "NUM") or any(ch.isdigit() for ch in t.text))
+    # A lower-case "proper noun" is a tagging slip ("the authors' retrieval corpus"), not a name to insist on.
+    return tuple((t.lower_, (t.pos_ == "PROPN" and not t.text.islower()) or t.pos_ == "NUM"
+                  or any(ch.isdigit() for ch in t.text))
                  for t in doc if t.pos_ in ("NOUN", "PROPN", "NUM") and not t.is_stop)
 
 
