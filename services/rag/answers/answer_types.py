@@ -77,6 +77,9 @@ _NOT_PLURAL = frozenset({"is", "was", "does", "this", "its", "has", "class", "pr
                          "kinds", "sorts"})
 
 
+_MANNER = re.compile(r"^\s*(?:why\b|how\s+(?:do|does|did|can|could|should|would|is|are|was|were)\b)", _I)
+
+
 @lru_cache(maxsize=4096)
 def classify(question: str) -> AnswerType:
     """The answer type a question asks for (``FREE`` when it asks for none in particular)."""
@@ -86,6 +89,8 @@ def classify(question: str) -> AnswerType:
     plural = _PLURAL_ASK.match(text)
     if plural and plural.group(1).lower() not in _NOT_PLURAL and not re.search(r"\bhow\s+(?:many|much)\b", text, _I):
         return AnswerType.LIST
+    if _MANNER.match(text):
+        return AnswerType.FREE  # "How do you pin down where ...": the wh-word that leads decides
     for pattern, kind in _RULES:
         if pattern.search(text):
             return kind

@@ -48,7 +48,7 @@ class ExtractiveConfig:
     """Answer one-part questions with the typed reader (``reader``): short typed answers, table cells, lists."""
     read_threshold: float = 0.05
     """Answerability under which a reader's sentence answer abstains (its type and key-term checks come first)."""
-    soft_threshold: float = 0.3
+    soft_threshold: float = 0.2
     """The same for a who/where answer without an entity of the asked-for type: the learned vote is all that
     speaks for it, so it must speak clearly."""
 

@@ -33,7 +33,7 @@ from services.rag.answers import lexical
 from services.rag.answers.attributes import attribute_of, label_strength
 from services.rag.answers.answer_types import NAMED, TYPE_WORDS, TYPED, AnswerType, classify
 from services.rag.answers.sentences import Span, split_sentences
-from services.rag.answers.spans import noun_terms, short_answer
+from services.rag.answers.spans import entity_spans, noun_terms, short_answer
 from services.rag.answers.tables import Table, lookup, tables_in
 from services.rag.answers.typed_spans import TypedSpan, acronym_expansion, acronyms_in, typed_spans
 from services.rag.retrieval import RetrievedChunk
@@ -174,6 +174,8 @@ class Reader:
         # The class asked about ("which warehouse") need not be in the answer's sentence, but documents
         # that never use the word anywhere do not hold the answer.
         asked = names | nouns
+        if reading.items:
+            asked -= category_terms(question)  # "which broadcasters": the items name them, not the class
         everywhere = frozenset().union(*(lexical.content_terms(f"{h.chunk.text} {_context(h)}") for h in retrieved))
         attribute = attribute_of(question, reading.kind)
         if reading.labelled and attribute is not None:
@@ -229,10 +231,13 @@ class Reader:
     # -- lists -----------------------------------------------------------------------------------
     def list_items(self, question: str, ranked: Sequence) -> Reading | None:
         best: tuple[float, Reading] | None = None
-        for position, scored in enumerate(ranked[:READ_SENTENCES]):
+        # "Who are the authors": a by-line of names ("Vladimir Karpukhin∗, Barlas Oguz, ...") has no "and".
+        people = bool(_WHO_LIST.search(question))
+        for position, scored in enumerate(ranked[: READ_SENTENCES * (2 if people else 1)]):
             hit, span = scored.retrieved, scored.span
             text = hit.chunk.text
-            items = _bullets_after(text, span) or _enumeration(span)
+            named = _people(_with_next(text, span)) if people else []
+            items = named or _bullets_after(text, span) or _enumeration(span)
             if len(items) < 2:
                 continue
             start, end = min(s for s, _, _ in items), max(e for _, e, _ in items)
@@ -245,7 +250,7 @@ class Reader:
             own, _ = coverage(question, AnswerType.LIST, source.text, "", source.text)
             reading = Reading(AnswerType.LIST, hit, source, "; ".join(t for _, _, t in items),
                               items=tuple(t for _, _, t in items), coverage=cover, names_covered=names)
-            score = cover + own - 0.3 * position
+            score = cover + own - 0.3 * position + (1.0 if named else 0.0)
             if best is None or score > best[0]:
                 best = (score, reading)
         return best[1] if best else None
@@ -253,14 +258,14 @@ class Reader:
     # -- sentences -------------------------------------------------------------------------------
     def sentence(self, question: str, kind: AnswerType, ranked: Sequence) -> Reading | None:
         attribute = attribute_of(question, kind) if kind in TYPED else None
+        acronyms = acronyms_in(question) if kind is AnswerType.DEFINITION else []
         # A sentence leading into a list or code ("... with only four lines of code in Python:") may still
         # hold a value its own words label; it is read for that value only.
         candidates = [s for s in ranked if (not is_fragment(s.span.text, s.retrieved.chunk.provenance.heading_path)
                                             or (attribute is not None and _lead_in(s.span.text)))
-                      and (kind in TYPED or not _is_row(s.span.text))]
+                      and (kind in TYPED or bool(acronyms) or not _is_row(s.span.text))]  # glossaries are rows
         if not candidates:
             return None
-        acronyms = acronyms_in(question) if kind is AnswerType.DEFINITION else []
         q_lower = " ".join(question.lower().split())
         terms = lexical.content_terms(question)
         best: tuple[float, Reading] | None = None
@@ -331,6 +336,25 @@ class Reader:
                 return Reading(kind, first.retrieved, first.span, first.span.text, typed=False)
             return None
         return best[1]
+
+
+_WHO_LIST = re.compile(r"^\s*who\b|\b(?:authors|people|persons|members|players|speakers|signatories)\b", re.I)
+MIN_PEOPLE = 3
+"""Names of people in one sentence that make it a list of them (two are a pair in a sentence, not a by-line)."""
+
+
+def _with_next(text: str, span: Span) -> Span:
+    """The sentence and the one after it (PDF by-lines are cut into "sentences" at their footnote marks)."""
+    following = next((s for s in split_sentences(text) if s.start >= span.end), None)
+    end = following.end if following is not None else span.end
+    return Span(span.start, end, text[span.start:end])
+
+
+def _people(span: Span) -> list[tuple[int, int, str]]:
+    """The people a sentence names, when it names several (a by-line, a list of members)."""
+    found = [(span.start + start, span.start + end, span.text[start:end])
+             for label, start, end in entity_spans(span.text) if label == "PERSON"]
+    return found if len(found) >= MIN_PEOPLE else []
 
 
 def _repeats(text: str, q_lower: str, terms: frozenset[str]) -> bool:
