@@ -15,6 +15,9 @@ from functools import lru_cache
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _NEGATION = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot"})
+_CAMEL = re.compile(r"\b[A-Za-z][a-z]+(?:[A-Z][a-z]+)+\b")
+"""Column and code names ("SpearmanCorrelationCoefficient", "sepalWidth") also count as their words."""
+_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+")
 QUESTION_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "does", "did", "do"})
 
 _stem_lock = threading.Lock()
@@ -64,7 +67,8 @@ def tokens(text: str) -> list[str]:
 def content_terms(text: str) -> frozenset[str]:
     """Stemmed words that carry meaning (no stop words, no question words)."""
     stop = stop_words()
-    return frozenset(_stem(t.split("'")[0]) for t in _tokens(text) if t not in stop and t not in QUESTION_WORDS)
+    words = [*_tokens(text), *(fold(part.lower()) for camel in _CAMEL.findall(text) for part in _CAMEL_PART.findall(camel))]
+    return frozenset(_stem(t.split("'")[0]) for t in words if t not in stop and t not in QUESTION_WORDS)
 
 
 def coverage(needed: frozenset[str], available: Iterable[str] | frozenset[str]) -> float:

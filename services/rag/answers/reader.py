@@ -34,7 +34,7 @@ from services.rag.answers.attributes import attribute_of, label_strength
 from services.rag.answers.answer_types import NAMED, TYPE_WORDS, TYPED, AnswerType, classify
 from services.rag.answers.sentences import Span, split_sentences
 from services.rag.answers.spans import entity_spans, noun_terms, short_answer
-from services.rag.answers.tables import Table, lookup, tables_in
+from services.rag.answers.tables import WIDE_COLUMNS, Table, lookup, tables_in
 from services.rag.answers.typed_spans import TypedSpan, acronym_expansion, acronyms_in, typed_spans
 from services.rag.retrieval import RetrievedChunk
 
@@ -209,9 +209,10 @@ class Reader:
         patched = []
         for index, table, context in found:
             if table.header is None:
-                donor = next((t.header for t in by_document[retrieved[index].chunk.document_id]
-                              if t.header is not None and len(t.header.cells) == table.width), None)
-                table = Table(donor, table.rows, table.title, table.width)
+                donors = [t.header for t in by_document[retrieved[index].chunk.document_id] if t.header is not None]
+                donor = next((h for h in donors if len(h.cells) == table.width), None) or next(
+                    (h for h in donors if min(len(h.cells), table.width) >= WIDE_COLUMNS), None)
+                table = Table(donor, table.rows, table.title, table.width, borrowed=donor is not None)
             patched.append((index, table, context))
         similar = self._similarity
         similarity = (lambda texts: similar(question, texts)) if similar else None
@@ -222,9 +223,10 @@ class Reader:
         hit = retrieved[index]
         text = hit.chunk.text
         row = Span(answer.row.start, answer.row.end, text[answer.row.start : answer.row.end])
-        cover, names = coverage(question, kind, f"{row.text} {answer.column_header} {answer.table.title} "
-                                f"{' '.join(answer.table.header.texts()) if answer.table.header else ''}",
-                                _context(hit), text)
+        header = " ".join(answer.table.header.texts()) if answer.table.header else ""
+        # A borrowed header is part of the evidence: the names it holds count as found.
+        cover, names = coverage(question, kind, f"{row.text} {answer.column_header} {answer.table.title} {header}",
+                                _context(hit), f"{text} {header}")
         return Reading(kind, hit, row, answer.cell.text, answer.cell.start, answer.cell.end, answer.row_label,
                        answer.column_header, coverage=cover, names_covered=names, from_table=True)
 

@@ -31,6 +31,7 @@ _LEADER = re.compile(r"(?:\s?\.){3,}\s?|…+")
 _VALUE = re.compile(r"[-+]?[$£€]?\d[\d,]*(?:\.\d+)?%?(?:\s*\(\s*[-+]?[\d.,]+%?\s*\))?|N/?A|n/a|—|–")
 _NUMERIC = re.compile(r"^[-+]?[$£€]?\d[\d,]*(?:\.\d+)?%?(?:\s*\([^)]*\))?$|^(?:N/?A|n/a|—|–|-)$")
 _WORD_TOKEN = re.compile(r"\S+")
+_YEAR = re.compile(r"^(?:19|20)\d{2}$")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ class Table:
     rows: tuple[Row, ...]
     title: str = ""
     width: int = 0
+    borrowed: bool = False
+    """The header came from another chunk of the same document (a chunk of rows without their header)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,10 @@ class CellAnswer:
 
 def is_numeric(text: str) -> bool:
     return bool(_NUMERIC.match(text.strip()))
+
+
+WIDE_COLUMNS = 10
+"""Rows this wide are cut across chunks (long CSV lines): a header of another width still aligns by its first columns."""
 
 
 def _pipe_cells(text: str, start: int, end: int) -> tuple[Cell, ...]:
@@ -195,7 +202,10 @@ def _pipe_tables(text: str, lines: list[tuple[int, int]]) -> list[Table]:
             cells = _split_to_width(cells, width)
             rows.append(Row(a, b, cells))
         head_row = Row(block[0][0], block[0][1], header)
-        if all(is_numeric(c.text) for c in header if c.text) and any(c.text for c in header):
+        filled = [c.text for c in header if c.text]
+        numeric = sum(is_numeric(t) and not _YEAR.match(t) for t in filled)
+        # A first line of values (a label and numbers: a chunk of a long table without its header) is a row.
+        if filled and (numeric == len(filled) or (numeric >= 2 and numeric * 2 >= len(filled))):
             tables.append(Table(None, (head_row, *rows), title, width))
         else:
             tables.append(Table(head_row, tuple(rows), title, width))
@@ -278,6 +288,8 @@ def _header_cells(table: Table, row: Row) -> list[str]:
     above = [r for r in table.rows if r.start < row.start and len(r.cells) == len(row.cells) and _header_like(r)]
     if above:
         return above[-1].texts()
+    if head and table.borrowed and len(row.cells) > len(head):
+        return [*head, *[""] * (len(row.cells) - len(head))]  # a wide row cut across chunks: its first columns align
     return head if len(head) >= len(row.cells) - 1 else []
 
 
@@ -312,6 +324,10 @@ def _column_score(header: str, question_words: Sequence[str], terms: frozenset[s
     return 0.0
 
 
+_ROW_NUMBER = re.compile(r"\b(?:row|record|entry|observation|line)\s+(?:no\.?\s*|number\s+|#\s*)?(\d+)\b", re.I)
+_PAGE = re.compile(r"\b(?:which|what)\s+page\b|\bpage\s+(?:number|no\.?)\b", re.I)
+
+
 def lookup(question: str, tables: Sequence[tuple[int, Table, str]], similarity: Callable[[list[str]], np.ndarray]
            | None = None, min_row: float = 0.6) -> CellAnswer | None:
     """The cell at the question's (row, column) over ``(chunk index, table, context)`` triples, or None.
@@ -321,11 +337,17 @@ def lookup(question: str, tables: Sequence[tuple[int, Table, str]], similarity: 
     """
     terms = lexical.content_terms(question)
     question_words = [w for w in lexical.tokens(question) if w not in lexical.stop_words()]
+    row_number = _ROW_NUMBER.search(question)
+    asks_page = bool(_PAGE.search(question))
     best: CellAnswer | None = None
     for _, table, context in tables:
         title_terms = lexical.content_terms(f"{table.title} {context}")
         for row in table.rows:
             heads = _header_cells(table, row)
+            if (asks_page and len(row.cells) >= 2 and is_numeric(row.cells[-1].text)
+                    and (not heads or is_numeric(heads[-1]))):
+                # A table of contents: its rows end in the page number, under no header.
+                heads = [""] * (len(row.cells) - 1) + ["page"]
             if not heads:
                 continue
             # The row label: the row's text cell best named by the question.
@@ -338,6 +360,9 @@ def lookup(question: str, tables: Sequence[tuple[int, Table, str]], similarity: 
                 score = len(hits) / len(cell_terms)
                 if score > label_score:
                     label_index, label_score, label_hits = index, score, hits
+            if row_number and row.cells and row.cells[0].text.strip().rstrip(".") == row_number.group(1):
+                # "row 149": the row whose index cell is 149.
+                label_index, label_score, label_hits = 0, 1.0, lexical.content_terms(row_number.group(0))
             title_hits = _fuzzy_hits(title_terms, terms - label_hits)
             if label_score < min_row:
                 # A one-row table the question names by its title or column needs no row label.
