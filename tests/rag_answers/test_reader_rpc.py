@@ -111,3 +111,35 @@ async def test_fax_question_over_a_document_without_a_fax_number_is_insufficient
     answer = (await rag.query("memo-2", "What fax number can I send my questions to?")).answer
     assert answer.support_status == INSUFFICIENT
     assert not answer.citations
+
+
+COVER_PAGE = """ANNUAL REPORT
+
+Commission file number: 000-30653
+
+Harbourline Freight, Inc.
+
+Nevada | 20-8143439
+(State of incorporation) | (IRS Employer Identification No.)
+(702) 939-3254
+(Registrant's telephone number)
+
+The company delivered 1,200 containers in 2021 and hired 45 drivers.
+Every driver wears a blue uniform and a badge with the company logo.
+"""
+
+
+async def test_a_form_value_is_answered_by_its_label_below_it(rag):
+    await rag.upload("cover", "cover.txt", COVER_PAGE)
+    answer = (await rag.query("cover", "What is Harbourline Freight's IRS Employer Identification Number?")).answer
+    assert answer.support_status == SUPPORTED
+    assert answer.citations[0].short_answer == "20-8143439"
+
+
+async def test_a_number_nothing_labels_as_the_asked_attribute_is_refused(rag):
+    await rag.upload("cover-2", "cover.txt", COVER_PAGE)
+    counted = (await rag.query("cover-2", "How many drivers did the company hire?")).answer
+    assert counted.support_status == SUPPORTED and counted.citations[0].short_answer == "45"
+    # "uniforms" is in the document, but no number there counts them.
+    refused = (await rag.query("cover-2", "How many uniforms were handed out to the drivers?")).answer
+    assert refused.support_status == INSUFFICIENT and not refused.citations

@@ -86,3 +86,88 @@ def test_headings_captions_and_colon_fragments_are_fragments():
 ])
 def test_docqa_matching_rule(text, gold, ok):
     assert contains(text, gold) is ok
+
+
+# -- attributes: a typed value must be labelled by what the question asks about -------------------
+from services.rag.answers import lexical  # noqa: E402
+from services.rag.answers.attributes import attribute_of, label_strength  # noqa: E402
+from services.rag.answers.typed_spans import acronyms_in  # noqa: E402
+
+
+def _strength(question: str, kind: AnswerType, text: str, value: str) -> int:
+    attribute = attribute_of(question, kind)
+    assert attribute is not None
+    start = text.index(value)
+    return label_strength(attribute, text, start, start + len(value))
+
+
+def test_a_counted_noun_after_the_number_labels_it():
+    text = "The API runs layout detection with only four lines of code. It scored just four goals that season."
+    question = "How many lines of code does it take?"
+    assert _strength(question, AnswerType.NUMBER, text, "four") == 2
+    assert _strength(question, AnswerType.NUMBER, text[text.index("It scored"):], "four") == 0
+
+
+def test_a_form_label_on_the_line_below_labels_the_value():
+    text = ("Commission file number: 000-30653\n\nNevada | 20-8143439\n"
+            "(State of incorporation) | (IRS Employer Identification No.)\n")
+    question = "What is the company's IRS Employer Identification Number?"
+    assert _strength(question, AnswerType.CODE, text, "20-8143439") == 1
+    assert _strength(question, AnswerType.CODE, text, "000-30653") == 0
+
+
+def test_a_value_in_prose_is_not_labelled_by_a_word_two_lines_away():
+    text = ("it was my final game in a Norwich shirt, which was a sad occasion for everyone at the club\n"
+            "Roberts had scored just four goals heading into the end of the season and the fans knew it\n")
+    assert _strength("What shirt number did Roberts wear?", AnswerType.NUMBER, text, "four") == 0
+
+
+def test_toll_free_numbers_are_known_by_their_prefix():
+    text = "Téléphone : +01-819-564-4857\n1-800-661-2638 (Canada et États-Unis)\n"
+    question = "What is the toll-free phone number?"
+    assert _strength(question, AnswerType.PHONE, text, "1-800-661-2638") == 2
+    assert _strength(question, AnswerType.PHONE, text, "+01-819-564-4857") == 1
+
+
+def test_questions_without_an_attribute_have_none():
+    assert attribute_of("When was the draft written?", AnswerType.DATE) is None
+    assert attribute_of("How many?", AnswerType.NUMBER) is None
+
+
+def test_accents_and_camel_case_fold_into_the_same_terms():
+    assert lexical.content_terms("GéoGratis") == lexical.content_terms("GeoGratis")
+    assert {"spearman", "correl"} <= lexical.content_terms("SpearmanCorrelationCoefficient")
+
+
+def test_the_acronym_asked_about_is_the_one_to_expand():
+    assert acronyms_in("What does ICT stand for in the DPR paper?") == ["ICT"]
+    assert acronyms_in("What do LRM and LRS mean?") == ["LRM", "LRS"]
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("How do you pin down where a linear event sits on the network?", AnswerType.FREE),
+    ("How many carburetors does it have?", AnswerType.NUMBER),
+])
+def test_the_leading_wh_word_decides(question, kind):
+    assert classify(question) is kind
+
+
+def test_a_row_is_found_by_its_index():
+    text = "| Sepal.Length | Sepal.Width | Species\n148 | 6.5 | 3.0 | virginica\n149 | 6.2 | 3.4 | virginica\n"
+    tables = [(0, t, "") for t in tables_in(text)]
+    answer = lookup("What is the sepal width of row 149?", tables)
+    assert answer is not None and (answer.row_label, answer.column_header, answer.cell.text) == ("149", "Sepal.Width", "3.4")
+
+
+def test_a_table_of_contents_answers_which_page():
+    text = ("Item 1. | Business | 4\nItem 1A. | Risk Factors | 9\n"
+            "Item 7A. | Quantitative and Qualitative Disclosures about Market Risk | 14\n")
+    tables = [(0, t, "") for t in tables_in(text)]
+    answer = lookup("On which page does Item 7A, Quantitative and Qualitative Disclosures about Market Risk, start?",
+                    tables)
+    assert answer is not None and answer.cell.text == "14"
+
+
+def test_a_chunk_of_one_long_row_is_a_row_not_a_header():
+    (table,) = tables_in("1Freq Granulocytes | -0.29 | 0.11 | 0.037 | 1\n")
+    assert table.header is None and len(table.rows) == 1

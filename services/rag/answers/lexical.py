@@ -54,9 +54,11 @@ def _tokens(text: str) -> tuple[str, ...]:
 @lru_cache(maxsize=65536)
 def fold(word: str) -> str:
     """Accents dropped, so "GéoGratis" and "GeoGratis", "Müller" and "Muller" are the same word."""
-    if word.isascii():
-        return word
-    return "".join(ch for ch in unicodedata.normalize("NFKD", word) if not unicodedata.combining(ch))
+    return word if word.isascii() else _unaccented(word)
+
+
+def _unaccented(text: str) -> str:
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
 
 
 def tokens(text: str) -> list[str]:
@@ -67,7 +69,8 @@ def tokens(text: str) -> list[str]:
 def content_terms(text: str) -> frozenset[str]:
     """Stemmed words that carry meaning (no stop words, no question words)."""
     stop = stop_words()
-    words = [*_tokens(text), *(fold(part.lower()) for camel in _CAMEL.findall(text) for part in _CAMEL_PART.findall(camel))]
+    plain = text if text.isascii() else _unaccented(text)
+    words = [*_tokens(text), *(part.lower() for camel in _CAMEL.findall(plain) for part in _CAMEL_PART.findall(camel))]
     return frozenset(_stem(t.split("'")[0]) for t in words if t not in stop and t not in QUESTION_WORDS)
 
 

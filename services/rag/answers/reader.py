@@ -35,7 +35,7 @@ from services.rag.answers.answer_types import NAMED, TYPE_WORDS, TYPED, AnswerTy
 from services.rag.answers.sentences import Span, split_sentences
 from services.rag.answers.spans import entity_spans, noun_terms, short_answer
 from services.rag.answers.tables import WIDE_COLUMNS, Table, lookup, tables_in
-from services.rag.answers.typed_spans import TypedSpan, acronym_expansion, acronyms_in, typed_spans
+from services.rag.answers.typed_spans import SETTLEMENTS, TypedSpan, acronym_expansion, acronyms_in, typed_spans
 from services.rag.retrieval import RetrievedChunk
 
 READ_SENTENCES = 6
@@ -261,6 +261,7 @@ class Reader:
     def sentence(self, question: str, kind: AnswerType, ranked: Sequence) -> Reading | None:
         attribute = attribute_of(question, kind) if kind in TYPED else None
         acronyms = acronyms_in(question) if kind is AnswerType.DEFINITION else []
+        labels = SETTLEMENTS if kind is AnswerType.PLACE and category_terms(question) & _SETTLEMENT_WORDS else None
         # A sentence leading into a list or code ("... with only four lines of code in Python:") may still
         # hold a value its own words label; it is read for that value only.
         candidates = [s for s in ranked if (not is_fragment(s.span.text, s.retrieved.chunk.provenance.heading_path)
@@ -293,7 +294,7 @@ class Reader:
                         short = TypedSpan(span.start + short.start, span.start + short.end, short.text, kind)
                         break
             elif kind in TYPED:
-                typed = [t for t in typed_spans(span.text, kind) if not _repeats(t.text, q_lower, terms)]
+                typed = [t for t in typed_spans(span.text, kind, labels) if not _repeats(t.text, q_lower, terms)]
                 if typed:
                     anchors = [m.start() for m in re.finditer(r"\w+", span.text)
                                if lexical.content_terms(m.group(0)) & terms]
@@ -340,6 +341,7 @@ class Reader:
         return best[1]
 
 
+_SETTLEMENT_WORDS = lexical.content_terms("city cities town country countries state province county village capital")
 _WHO_LIST = re.compile(r"^\s*who\b|\b(?:authors|people|persons|members|players|speakers|signatories)\b", re.I)
 MIN_PEOPLE = 3
 """Names of people in one sentence that make it a list of them (two are a pair in a sentence, not a by-line)."""

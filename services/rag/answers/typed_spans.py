@@ -66,8 +66,13 @@ def _is_phone(text: str) -> bool:
     return 7 <= digits <= 15 and not re.fullmatch(r"\d{4}-\d{2}(?:-\d{2})?", text.strip())
 
 
-def typed_spans(text: str, kind: AnswerType) -> list[TypedSpan]:
-    """Spans of ``text`` of the asked-for type, in text order, without duplicates."""
+SETTLEMENTS = frozenset({"GPE"})
+"""Entity labels of a city, town, country or state (a street address or a building is not one)."""
+
+
+def typed_spans(text: str, kind: AnswerType, labels: frozenset[str] | None = None) -> list[TypedSpan]:
+    """Spans of ``text`` of the asked-for type, in text order, without duplicates (``labels`` narrows the
+    entity labels that count)."""
     found: dict[tuple[int, int], TypedSpan] = {}
     for pattern in _PATTERNS.get(kind, ()):
         for m in pattern.finditer(text):
@@ -76,7 +81,7 @@ def typed_spans(text: str, kind: AnswerType) -> list[TypedSpan]:
                 continue
             start = m.start() + (len(m.group(0)) - len(m.group(0).lstrip()))
             found.setdefault((start, start + len(value)), TypedSpan(start, start + len(value), value, kind))
-    labels = _ENTITY_LABELS.get(kind, frozenset())
+    labels = _ENTITY_LABELS.get(kind, frozenset()) if labels is None else labels
     if labels:
         for label, start, end in entity_spans(text):
             if label in labels:
@@ -124,5 +129,14 @@ def acronym_expansion(text: str, acronym: str) -> TypedSpan | None:
     return best[1] if best and best[0] < 200 else None
 
 
+_ASKED_ACRONYM = re.compile(r"\b(?:does|do|is|did)\s+(?:the\s+)?(?:term\s+|abbreviation\s+|acronym\s+)?[\"'“‘]?([A-Z][A-Za-z]*[A-Z])[\"'”’]?"
+                            r"\s+(?:stand|mean)", re.I)
+
+
 def acronyms_in(question: str) -> list[str]:
+    """The acronyms a definition question asks about: the one it asks to expand ("What does ICT stand for in
+    the DPR paper?" asks about ICT only), else every acronym it names."""
+    asked = _ASKED_ACRONYM.search(question)
+    if asked and asked.group(1).isupper():
+        return [asked.group(1)]
     return [m.group(0) for m in _ACRONYM_LETTERS.finditer(question) if m.group(0).isupper() and len(m.group(0)) <= 8]
