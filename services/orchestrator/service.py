@@ -43,6 +43,7 @@ from services.providers.router import Router
 from services.providers.settings import ProviderSettings
 from services.rag.client import RagClient
 from services.runtime import ChannelPool, MeshSettings, ServiceBinding
+from services.storage.settings import StorageSettings
 
 FULL_NAME = orchestrator_service_pb2.DESCRIPTOR.services_by_name["OrchestratorService"].full_name
 
@@ -55,12 +56,13 @@ def binding(
     config: OrchestratorSettings | None = None,
     router: Router | None = None,
     encoder_factory: Callable[[], Encoder] | None = None,
+    storage: StorageSettings | None = None,
 ) -> ServiceBinding:
     config = config or OrchestratorSettings()
     providers = ProviderSettings()
     router = router or Router.from_settings(providers)
     prices = load_price_table(providers.prices_file)
-    db = open_database(settings.data_dir)
+    db = open_database(settings.data_dir, storage or StorageSettings())
 
     breakers = CircuitBreakers(db, threshold=config.circuit_failure_threshold, cooldown_s=config.circuit_cooldown_s)
     costs = CostTracker(
