@@ -28,6 +28,7 @@ from services.rag.answers.vectors import CachedEncoder
 from services.rag.runtime import RagRuntime
 from services.rag.sentence_warmup import SentenceWarmer
 from services.rag.settings import RagSettings
+from services.storage.settings import StorageSettings
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 
@@ -61,7 +62,8 @@ async def run(articles: int) -> dict:
     embedder.encode(["warm the model up"])
     arms: dict[str, list[dict]] = {"warm": [], "cold": []}
     with tempfile.TemporaryDirectory() as tmp:
-        runtime = RagRuntime.open(pathlib.Path(tmp), RagSettings(keyword_refresh_delay_s=0.0), 64 << 20, embedder)
+        runtime = RagRuntime.open(pathlib.Path(tmp), RagSettings(keyword_refresh_delay_s=0.0), 64 << 20, embedder,
+                                  storage=StorageSettings(store_backend="embedded"))
         try:
             for i, article in enumerate(chosen):
                 for arm in ("warm", "cold"):  # alternating: drifting load hits both arms alike

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import functools
 import json
 import pathlib
 import random
@@ -72,9 +73,11 @@ async def docuthinker_ingest(docs: list[tuple[str, str]], root: pathlib.Path) ->
     from services.rag.runtime import RagRuntime
     from services.rag.settings import RagSettings
     from services.runtime.config import MeshSettings
+    from services.storage.settings import StorageSettings
 
-    runtime = await asyncio.to_thread(RagRuntime.open, root, RagSettings(), MeshSettings().max_upload_bytes,
-                                      get_embedder())
+    runtime = await asyncio.to_thread(functools.partial(
+        RagRuntime.open, root, RagSettings(), MeshSettings().max_upload_bytes, get_embedder(),
+        storage=StorageSettings(store_backend="embedded")))
     try:
         chunks = 0
         started = time.perf_counter()

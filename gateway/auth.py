@@ -3,10 +3,11 @@
 On by default. ``make run`` (the launcher, ``services/launcher/local_auth.py``) makes a signing key
 on first start in ``<data_dir>/auth`` (``signing-key.pem``, 0600, and ``jwks.json``) and prints an
 admin token. ``DOCUTHINKER_AUTH_JWKS_FILE`` points Envoy at another issuer's public keys instead
-(your identity provider's, saved to a file: RS256, ES256, EdDSA ...). By hand::
+(your identity provider's, saved to a file: RS256, ES256, EdDSA ...). By hand (the commands are the
+launcher's, which uses ``keygen`` and ``mint`` below)::
 
-    python -m gateway.auth keygen --dir data/auth                     # a signing key and data/auth/jwks.json
-    python -m gateway.auth token --tenant acme [--role admin]         # a bearer token for tenant "acme"
+    python -m services.launcher keygen --dir DIR                      # a signing key and DIR/jwks.json
+    python -m services.launcher token --tenant acme [--role admin]    # a bearer token for tenant "acme"
 
 ``DOCUTHINKER_AUTH_ENABLED=false`` turns it off (a warning is logged): then anyone who reaches
 the gateway may be any tenant with one ``x-tenant-id`` header, and is an admin.
@@ -30,7 +31,6 @@ at startup: after a key rotation (``keygen`` again adds a key), restart the gate
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import json
@@ -228,30 +228,3 @@ def mint(key_path: pathlib.Path, tenant: str, *, ttl_s: float, auth: AuthSetting
     if subject:
         claims["sub"] = subject
     return jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": _thumbprint(public)})  # type: ignore[arg-type]
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m gateway.auth", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    generate = commands.add_parser("keygen", help="make a signing key and add its public key to the JWKS file")
-    generate.add_argument("--dir", type=pathlib.Path, default=pathlib.Path("data/auth"))
-    issue = commands.add_parser("token", help="print a bearer token for a tenant")
-    issue.add_argument("--tenant", required=True)
-    issue.add_argument("--role", choices=ROLES, default=USER, help="admin sees mesh-wide costs and dead letters")
-    issue.add_argument("--ttl-hours", type=float, default=24.0)
-    issue.add_argument("--subject", default="", help="who the token is for (the sub claim)")
-    issue.add_argument("--key", type=pathlib.Path, default=pathlib.Path("data/auth") / KEY_FILE)
-    args = parser.parse_args(argv)
-    if args.command == "keygen":
-        key_path, jwks_path = keygen(args.dir)
-        print(f"signing key: {key_path}\nJWKS: {jwks_path}\nuse with: export DOCUTHINKER_AUTH_JWKS_FILE={jwks_path}")
-    else:
-        try:
-            print(mint(args.key, args.tenant, ttl_s=args.ttl_hours * 3600, auth=AuthSettings(), subject=args.subject,
-                       role=args.role))
-        except (ValueError, OSError) as exc:
-            parser.error(str(exc))
-
-
-if __name__ == "__main__":
-    main()

@@ -19,10 +19,10 @@ import json
 import pathlib
 import re
 
-from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
 from gateway.envoy_config import DESCRIPTOR_SET
+from services.runtime.contracts import http_rules_of
 
 F = descriptor_pb2.FieldDescriptorProto
 _INT32 = {F.TYPE_INT32: (-(2**31), 2**31 - 1), F.TYPE_SINT32: (-(2**31), 2**31 - 1), F.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
@@ -138,52 +138,42 @@ def document(descriptor_set: pathlib.Path = DESCRIPTOR_SET, title: str = "DocuTh
     types = _Types(fds)
     types.message_ref(".google.rpc.Status")
     paths: dict[str, dict] = {}
-    for file in fds.file:
-        if not file.package.startswith("docuthinker."):
-            continue
-        for service in file.service:
-            for method in service.method:
-                if method.client_streaming:
-                    continue
-                top = method.options.Extensions[annotations_pb2.http]
-                for index, rule in enumerate([top, *top.additional_bindings]):
-                    verb = rule.WhichOneof("pattern")
-                    if verb in (None, "custom"):
-                        continue
-                    path, variables = _path_and_variables(getattr(rule, verb))
-                    message = types.messages[method.input_type]
-                    parameters = [{"name": v, "in": "path", "required": True,
-                                   "schema": {"type": "string", "pattern": "^[^/]+$", "minLength": 1}}
-                                  for v in variables]
-                    operation: dict = {
-                        "operationId": f"{service.name}.{method.name}" + (f".{index}" if index else ""),
-                        "tags": [file.package],
-                        "responses": {
-                            "200": {"description": "the response message (a server stream: SSE events)"},
-                            "default": {"description": "google.rpc.Status",
-                                        "content": {"application/json": {"schema": _STATUS}}},
-                        },
-                    }
-                    bound = set(variables)
-                    if rule.body == "*":
-                        schema = types.object_schema(method.input_type, frozenset(bound))
-                        operation["requestBody"] = {"required": True,
-                                                    "content": {"application/json": {"schema": schema}}}
-                    elif rule.body:
-                        field = next(f for f in message.field if f.name == rule.body)
-                        bound.add(rule.body)
-                        if field.type_name == _HTTP_BODY:
-                            operation["requestBody"] = {"required": True, "content": {"application/octet-stream": {
-                                "schema": {"type": "string", "format": "binary"}}}}
-                        else:
-                            operation["requestBody"] = {"required": True, "content": {
-                                "application/json": {"schema": types.field_schema(field)}}}
-                        parameters += _query_parameters(types, message, bound)
-                    else:
-                        parameters += _query_parameters(types, message, bound)
-                    if parameters:
-                        operation["parameters"] = parameters
-                    paths.setdefault(path, {})[verb] = operation
+    for rule in http_rules_of(fds.file):
+        method = rule.method
+        package, _, service = method.service.rpartition(".")
+        path, variables = _path_and_variables(rule.template)
+        message = types.messages[method.input_type]
+        parameters = [{"name": v, "in": "path", "required": True,
+                       "schema": {"type": "string", "pattern": "^[^/]+$", "minLength": 1}}
+                      for v in variables]
+        operation: dict = {
+            "operationId": f"{service}.{method.name}" + (f".{rule.index}" if rule.index else ""),
+            "tags": [package],
+            "responses": {
+                "200": {"description": "the response message (a server stream: SSE events)"},
+                "default": {"description": "google.rpc.Status",
+                            "content": {"application/json": {"schema": _STATUS}}},
+            },
+        }
+        bound = set(variables)
+        if rule.body == "*":
+            schema = types.object_schema(method.input_type, frozenset(bound))
+            operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema}}}
+        elif rule.body:
+            field = next(f for f in message.field if f.name == rule.body)
+            bound.add(rule.body)
+            if field.type_name == _HTTP_BODY:
+                operation["requestBody"] = {"required": True, "content": {"application/octet-stream": {
+                    "schema": {"type": "string", "format": "binary"}}}}
+            else:
+                operation["requestBody"] = {"required": True, "content": {
+                    "application/json": {"schema": types.field_schema(field)}}}
+            parameters += _query_parameters(types, message, bound)
+        else:
+            parameters += _query_parameters(types, message, bound)
+        if parameters:
+            operation["parameters"] = parameters
+        paths.setdefault(path, {})[rule.verb] = operation
     return {
         "openapi": "3.0.3",
         "info": {"title": title, "version": "v1",

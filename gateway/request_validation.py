@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from aiohttp import web
-from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 
+from services.runtime.contracts import http_rules_of
 from services.runtime.mesh_auth import CREDENTIAL_HEADER
 
 DESCRIPTOR_SET = pathlib.Path(__file__).resolve().parent / "docuthinker.pb"
@@ -70,32 +70,21 @@ def _lua_literal(text: str) -> str:
     return re.sub(r"([\^$()%.\[\]*+\-?])", r"%\1", text)
 
 
-def _rules(rule) -> list:
-    return [rule, *rule.additional_bindings]
-
-
 def json_routes(descriptor_set: pathlib.Path = DESCRIPTOR_SET) -> list[JsonRoute]:
     """REST routes whose body is a JSON message (not raw bytes, not a client stream), in descriptor order."""
     fds = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set.read_bytes())
     messages = {f".{f.package}.{m.name}": m for f in fds.file for m in f.message_type}
     routes = []
-    for file in fds.file:
-        if not file.package.startswith("docuthinker."):
+    for rule in http_rules_of(fds.file):
+        if not rule.body or rule.verb == "get":
             continue
-        for service in file.service:
-            for method in service.method:
-                if method.client_streaming:
-                    continue
-                for rule in _rules(method.options.Extensions[annotations_pb2.http]):
-                    verb = rule.WhichOneof("pattern")
-                    if not rule.body or verb in (None, "get", "custom"):
-                        continue
-                    if rule.body != "*":
-                        field = next(f for f in messages[method.input_type].field if f.name == rule.body)
-                        if field.type_name in (f".{_HTTP_BODY}", "") or field.type != field.TYPE_MESSAGE:
-                            continue
-                    routes.append(JsonRoute(verb.upper(), getattr(rule, verb), f"/{file.package}.{service.name}/"
-                                            f"{method.name}", method.input_type.lstrip("."), rule.body))
+        method = rule.method
+        if rule.body != "*":
+            field = next(f for f in messages[method.input_type].field if f.name == rule.body)
+            if field.type_name in (f".{_HTTP_BODY}", "") or field.type != field.TYPE_MESSAGE:
+                continue
+        routes.append(JsonRoute(rule.verb.upper(), rule.template, method.grpc_path, method.input_type.lstrip("."),
+                                rule.body))
     return routes
 
 

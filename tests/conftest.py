@@ -128,7 +128,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _refuse_real_models() -> None:
-    from services.models import embedder
+    from services.models import embedder, onnx_embedder, onnx_export
     from services.nlp import spacy_pipeline
     from services.providers import local_model
     from services.speech import transcriber
@@ -137,6 +137,8 @@ def _refuse_real_models() -> None:
         raise RuntimeError("this test loads a real model: mark it @pytest.mark.models (make test-unit runs without)")
 
     embedder.Embedder.__init__ = refuse
+    onnx_embedder.OnnxEmbedder.__init__ = refuse
+    onnx_export.ensure_exported = refuse  # the export loads the PyTorch model too
     spacy_pipeline._load = refuse
     local_model.LocalModel.__init__ = refuse
     transcriber.WhisperTranscriber._load = refuse

@@ -1,18 +1,21 @@
 """``make run``: start the mesh, print where it answers and its admin token, run until Ctrl-C or SIGTERM.
 
 ``python -m services.launcher token --tenant acme [--role admin]`` mints a bearer token with the
-mesh's local signing key (``<data_dir>/auth``; see ``services/launcher/local_auth.py``).
+mesh's local signing key (``<data_dir>/auth``; see ``services/launcher/local_auth.py``), or with
+another key (``--key PATH``). ``python -m services.launcher keygen --dir DIR`` makes a signing key
+and adds its public key to ``DIR/jwks.json`` (for a gateway deployed elsewhere; again: a rotation).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import pathlib
 import signal
 import sys
 import threading
 
-from gateway.auth import ROLES, AuthSettings
+from gateway.auth import ROLES, AuthSettings, keygen, mint
 from services.launcher import demo
 from services.launcher.local_auth import LocalAuth
 from services.launcher.memory_ceiling import MemoryCeiling
@@ -24,34 +27,51 @@ from services.runtime.request_context import USER
 
 
 def _token(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    settings = MeshSettings()
-    local = LocalAuth(settings.data_dir, AuthSettings(), settings.mesh_credential_file)
-    if local.signing_key is None or not local.signing_key.exists():
-        parser.error(f"no local signing key in {local.directory} (auth off, another issuer, or `make run` not run yet)")
+    ttl_s = args.ttl_hours * 3600
     try:
-        print(local.token(args.tenant, args.role, ttl_s=args.ttl_hours * 3600, subject=args.subject))
-    except ValueError as exc:
+        if args.key is not None:
+            print(mint(args.key, args.tenant, ttl_s=ttl_s, auth=AuthSettings(), subject=args.subject, role=args.role))
+            return 0
+        settings = MeshSettings()
+        local = LocalAuth(settings.data_dir, AuthSettings(), settings.mesh_credential_file)
+        if local.signing_key is None or not local.signing_key.exists():
+            parser.error(f"no local signing key in {local.directory} (auth off, another issuer, or `make run` not run"
+                         " yet); --key names another")
+        print(local.token(args.tenant, args.role, ttl_s=ttl_s, subject=args.subject))
+    except (ValueError, OSError) as exc:
         parser.error(str(exc))
     return 0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description="Run the DocuThinker mesh locally.")
+def _keygen(args: argparse.Namespace) -> int:
+    key_path, jwks_path = keygen(args.dir)
+    print(f"signing key: {key_path}\nJWKS: {jwks_path}\nuse with: export DOCUTHINKER_AUTH_JWKS_FILE={jwks_path}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m services.launcher", description="Run the DocuThinker mesh locally.")
     commands = parser.add_subparsers(dest="command")
-    issue = commands.add_parser("token", help="print a bearer token signed with the mesh's local key")
+    issue = commands.add_parser("token", help="print a bearer token signed with the mesh's local key (or --key)")
     issue.add_argument("--tenant", default="default")
     issue.add_argument("--role", choices=ROLES, default=USER, help="admin sees mesh-wide costs and dead letters")
     issue.add_argument("--ttl-hours", type=float, default=24.0)
     issue.add_argument("--subject", default="", help="who the token is for (the sub claim)")
+    issue.add_argument("--key", type=pathlib.Path, default=None,
+                       help="a signing key made by keygen (default: the local mesh's, <data_dir>/auth)")
+    generate = commands.add_parser("keygen", help="make a signing key and add its public key to DIR/jwks.json")
+    generate.add_argument("--dir", type=pathlib.Path, required=True)
     parser.add_argument("--no-demo", action="store_true", help="skip the sample upload and question")
     parser.add_argument("--prometheus", action="store_true", default=os.environ.get("DOCUTHINKER_PROMETHEUS") == "1",
                         help="also start a local Prometheus scraping the mesh (or DOCUTHINKER_PROMETHEUS=1)")
     parser.add_argument("--prometheus-port", type=int, default=9090, help="port of that Prometheus (default 9090)")
     parser.add_argument("--replicas", type=parse_replicas, default=None, metavar="SERVICE=N,...",
                         help="processes per service, e.g. rag=2,nlp=2,orchestrator=2 (or DOCUTHINKER_LAUNCHER_REPLICAS)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.command == "token":
         return _token(args, parser)
+    if args.command == "keygen":
+        return _keygen(args)
     settings = MeshSettings()
     launcher = LauncherSettings()
     ceiling = MemoryCeiling(launcher.memory_max_mb)

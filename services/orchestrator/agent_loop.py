@@ -75,6 +75,7 @@ class AgentLoop:
         self,
         message: str,
         *,
+        tenant: str,
         system_prompt: str = "",
         context: str = "",
         provider: str = "",
@@ -83,11 +84,12 @@ class AgentLoop:
         cap = min(max_iterations or self.max_iterations, MAX_ITERATIONS_CAP)
         with intent_scope("agent"):
             if provider != "local" and (provider or self._llm.remote_can_serve(AGENT_TASK)):
-                return await self._model_loop(message, system_prompt, context, provider, cap)
-            return await self._offline(message, context)
+                return await self._model_loop(message, system_prompt, context, provider, cap, tenant)
+            return await self._offline(message, context, tenant)
 
     # -- with a vendor model --------------------------------------------------------------
-    async def _model_loop(self, message: str, system_prompt: str, context: str, provider: str, cap: int) -> AgentRun:
+    async def _model_loop(self, message: str, system_prompt: str, context: str, provider: str, cap: int,
+                          tenant: str) -> AgentRun:
         system = [TextBlock(system_prompt or DEFAULT_SYSTEM)]
         if context:
             system.append(TextBlock(f"<document_context>\n{context}\n</document_context>", cacheable=True))
@@ -107,7 +109,7 @@ class AgentLoop:
             if not calls:
                 return AgentRun(last_text, iteration, used, usage, served_by, model, False, "model")
             messages.append(Message("assistant", list(result.content)))
-            records = await asyncio.gather(*(self._call(c.name, c.input) for c in calls))
+            records = await asyncio.gather(*(self._call(c.name, c.input, tenant) for c in calls))
             used.extend(records)
             messages.append(Message("user", [
                 ToolResultBlock(call.id, record.output, record.is_error) for call, record in zip(calls, records, strict=True)
@@ -116,7 +118,7 @@ class AgentLoop:
         return AgentRun(response, cap, used, usage, served_by, model, True, "model")
 
     # -- offline ----------------------------------------------------------------------------
-    async def _offline(self, message: str, context: str) -> AgentRun:
+    async def _offline(self, message: str, context: str, tenant: str) -> AgentRun:
         available = {d.name for d in self._registry.definitions()}
         planned = plan_tools(message, context, available)
         decided_by = "rules"
@@ -128,7 +130,7 @@ class AgentLoop:
                 return AgentRun(choice, 1, [], Usage(), "local", "SmolLM2-135M-Instruct", False, "local-model")
             planned, usage, provider, model = choice
             decided_by, iterations = "local-model", 2
-        records = list(await asyncio.gather(*(self._call(p.tool, p.input) for p in planned)))
+        records = list(await asyncio.gather(*(self._call(p.tool, p.input, tenant) for p in planned)))
         response = compose_answer(records)
         return AgentRun(response, iterations, records, usage, provider, model, False, decided_by,
                         [p.rule for p in planned if p.rule])
@@ -149,9 +151,9 @@ class AgentLoop:
         planned = [PlannedCall(c.name, dict(c.input), "chosen by the local model") for c in calls]
         return planned, result.usage, result.provider, result.model
 
-    async def _call(self, name: str, tool_input: Mapping[str, Any]) -> ToolCallRecord:
+    async def _call(self, name: str, tool_input: Mapping[str, Any], tenant: str) -> ToolCallRecord:
         try:
-            result = await self._registry.execute(name, tool_input)
+            result = await self._registry.execute(name, tool_input, tenant)
         except Exception as exc:  # noqa: BLE001 - the model sees the failure and may recover
             return ToolCallRecord(name, dict(tool_input), True, f"{type(exc).__name__}: {exc}")
         return ToolCallRecord(name, dict(tool_input), False, _as_text(result), result)

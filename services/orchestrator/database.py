@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from services.storage.settings import StorageSettings, storage_settings
+from services.storage.settings import StorageSettings
 
 FILENAME = "orchestrator.db"
 
@@ -34,8 +34,7 @@ class SqlDatabase(Protocol):
     def close(self) -> None: ...
 
 
-def open_database(data_dir: pathlib.Path, storage: StorageSettings | None = None) -> SqlDatabase:
-    storage = storage or storage_settings()
+def open_database(data_dir: pathlib.Path, storage: StorageSettings) -> SqlDatabase:
     if storage.postgres:
         from services.orchestrator.pg_database import PostgresDatabase
         from services.storage.postgres import shared

@@ -4,7 +4,9 @@ A letter is an operation name plus a JSON payload; the operation's handler is re
 the composition root (``service.py``), so a letter survives a restart and can still run. The
 background task retries due letters up to ``max_retries`` times (backoff doubling from
 ``backoff_s``); after that the letter is parked until someone replays it by RPC. Each
-letter runs under the tenant that enqueued it.
+letter runs under the tenant that enqueued it: the handler gets it as a parameter, and the
+queue binds it as the request context too, so the handler's calls to peers carry it (a retry
+runs outside any RPC, an operator's replay inside the operator's).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ log = logging.getLogger("docuthinker.orchestrator.dlq")
 RETRYING, PARKED, REPLAYED = "retrying", "parked", "replayed"
 STATES = (RETRYING, PARKED, REPLAYED)
 
-Handler = Callable[[Mapping[str, Any]], Awaitable[Any]]
+Handler = Callable[[Mapping[str, Any], str], Awaitable[Any]]
+"""Runs a letter: its payload and its tenant."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS dead_letters (
@@ -85,12 +88,12 @@ class DeadLetterQueue:
     def register(self, operation: str, handler: Handler) -> None:
         self._handlers[operation] = handler
 
-    def enqueue(self, operation: str, payload: Mapping[str, Any], error: str, tenant: str | None = None) -> DeadLetter:
+    def enqueue(self, operation: str, payload: Mapping[str, Any], error: str, tenant: str) -> DeadLetter:
         now = self._clock()
         retrying = self.max_retries > 0
         letter = DeadLetter(
             id=uuid.uuid4().hex,
-            tenant=tenant or request_context.current_tenant(),
+            tenant=tenant,
             operation=operation,
             payload=dict(payload),
             last_error=error,
@@ -180,7 +183,7 @@ class DeadLetterQueue:
             handler = self._handlers.get(letter.operation)
             if handler is None:
                 raise FailedPrecondition(f"no handler for operation {letter.operation!r}", reason="NO_HANDLER")
-            await handler(letter.payload)
+            await handler(letter.payload, letter.tenant)
         except Exception as exc:  # noqa: BLE001 - the failure is the letter's new state
             return self._failed(letter, f"{type(exc).__name__}: {exc}", manual), False
         finally:

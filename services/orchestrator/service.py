@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2, orchestrator_service_pb2_grpc
 from services.graph.client import GraphClient
@@ -26,7 +25,7 @@ from services.orchestrator.costs import CostTracker
 from services.orchestrator.database import open_database
 from services.orchestrator.dlq import DeadLetterQueue
 from services.orchestrator.downstream import Peers, provider_circuit, service_circuit
-from services.orchestrator.operations import Operations, Outcome
+from services.orchestrator.operations import Operations
 from services.orchestrator.health import DOWNSTREAM, HealthProbe
 from services.orchestrator.insights import InsightStore
 from services.orchestrator.intents import Encoder, IntentClassifier
@@ -43,7 +42,8 @@ from services.providers.pricing import load_price_table
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
 from services.rag.client import RagClient
-from services.runtime import ChannelPool, MeshSettings, ServiceBinding, request_context
+from services.runtime import ChannelPool, MeshSettings, ServiceBinding
+from services.storage.settings import StorageSettings
 
 FULL_NAME = orchestrator_service_pb2.DESCRIPTOR.services_by_name["OrchestratorService"].full_name
 
@@ -56,12 +56,13 @@ def binding(
     config: OrchestratorSettings | None = None,
     router: Router | None = None,
     encoder_factory: Callable[[], Encoder] | None = None,
+    storage: StorageSettings | None = None,
 ) -> ServiceBinding:
     config = config or OrchestratorSettings()
     providers = ProviderSettings()
     router = router or Router.from_settings(providers)
     prices = load_price_table(providers.prices_file)
-    db = open_database(settings.data_dir)
+    db = open_database(settings.data_dir, storage or StorageSettings())
 
     breakers = CircuitBreakers(db, threshold=config.circuit_failure_threshold, cooldown_s=config.circuit_cooldown_s)
     costs = CostTracker(
@@ -99,8 +100,7 @@ def binding(
     operations = Operations(peers, ChatResponder(llm, conversations, insights, tokens, summarize), insights, costs,
                             health)
     for name in operations.names():
-        # A replay runs under the letter's tenant, which the queue binds as the request context.
-        dlq.register(name, functools.partial(_replay, operations, name))
+        dlq.register(name, functools.partial(operations.run, name))
 
     classifier = IntentClassifier(
         encoder_factory or get_embedder, min_confidence=config.intent_min_confidence, llm=llm_classifier(llm)
@@ -158,6 +158,3 @@ def binding(
         channels=channels,
     )
 
-
-async def _replay(operations: Operations, name: str, payload: Mapping[str, Any]) -> Outcome:
-    return await operations.run(name, payload, request_context.current_tenant())

@@ -160,6 +160,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
                                   violations=[FieldViolation("max_iterations", "0 (default) or more")])
         run = await self._c.agent.run(
             request.message,
+            tenant=current_tenant(),
             system_prompt=request.system_prompt,
             context=request.context,
             provider=request.provider,
@@ -191,7 +192,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
         return pb.ListToolsResponse(tools=tools, count=len(tools))
 
     async def ExecuteTool(self, request: pb.ExecuteToolRequest, context) -> pb.ExecuteToolResponse:
-        result = await self._c.tools.execute(request.name, to_dict(request.input))
+        result = await self._c.tools.execute(request.name, to_dict(request.input), current_tenant())
         return pb.ExecuteToolResponse(success=True, result=value(result))
 
     # -- budgets and resilience --------------------------------------------------------------

@@ -16,14 +16,14 @@ from typing import Any
 import jsonschema
 
 from services.nlp import analytics
-from services.orchestrator.operations import Operations, Outcome
+from services.orchestrator.operations import Operations
 from services.providers.base import ToolSpec
-from services.runtime import request_context
 from services.runtime.errors import FieldViolation, InvalidArgument, NotFound
 
 BUILTIN = "builtin"
 
-ToolFn = Callable[[Mapping[str, Any]], Awaitable[Any]]
+ToolFn = Callable[[Mapping[str, Any], str], Awaitable[Any]]
+"""Runs a tool: the model's (validated) arguments and the tenant whose agent asked."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class ToolRegistry:
                            metadata={"available": ",".join(sorted(self._tools))})
         return tool
 
-    async def execute(self, name: str, tool_input: Mapping[str, Any]) -> Any:
+    async def execute(self, name: str, tool_input: Mapping[str, Any], tenant: str) -> Any:
         tool = self.get(name)
         try:
             jsonschema.validate(dict(tool_input), tool.definition.input_schema)
@@ -73,7 +73,7 @@ class ToolRegistry:
             path = ".".join(str(p) for p in exc.absolute_path) or "input"
             raise InvalidArgument(f"invalid input for tool {name}: {exc.message}", reason="INVALID_TOOL_INPUT",
                                   violations=[FieldViolation(path, exc.message)]) from None
-        return await tool.run(tool_input)
+        return await tool.run(tool_input, tenant)
 
 
 def _text_schema(description: str) -> dict[str, Any]:
@@ -104,29 +104,26 @@ def document_statistics(text: str) -> dict[str, Any]:
 
 
 def register_builtins(registry: ToolRegistry, operations: Operations) -> None:
-    # Tool runners take the model's arguments only; the agent runs inside the caller's RPC, whose
-    # tenant the request context holds.
-    def operate(name: str, params: Mapping[str, Any]) -> Awaitable[Outcome]:
-        return operations.run(name, params, request_context.current_tenant())
-
-    async def analyze(args: Mapping[str, Any]) -> Any:
+    async def analyze(args: Mapping[str, Any], tenant: str) -> Any:
         return document_statistics(str(args["text"]))
 
-    async def entities(args: Mapping[str, Any]) -> Any:
-        return (await operate("nlp.entities", {"text": args["text"]})).data
+    async def entities(args: Mapping[str, Any], tenant: str) -> Any:
+        return (await operations.run("nlp.entities", {"text": args["text"]}, tenant)).data
 
-    async def sentiment(args: Mapping[str, Any]) -> Any:
-        return (await operate("nlp.sentiment", {"text": args["text"]})).data
+    async def sentiment(args: Mapping[str, Any], tenant: str) -> Any:
+        return (await operations.run("nlp.sentiment", {"text": args["text"]}, tenant)).data
 
-    async def rag_search(args: Mapping[str, Any]) -> Any:
-        return (await operate("rag.search", {"query": args["query"], "top_k": args.get("topK", 5)})).data
+    async def rag_search(args: Mapping[str, Any], tenant: str) -> Any:
+        params = {"query": args["query"], "top_k": args.get("topK", 5)}
+        return (await operations.run("rag.search", params, tenant)).data
 
-    async def vector_search(args: Mapping[str, Any]) -> Any:
+    async def vector_search(args: Mapping[str, Any], tenant: str) -> Any:
         params = {"query": args["query"], "top_k": args.get("topK", 5), "dense_only": True}
-        return (await operate("rag.search", params)).data
+        return (await operations.run("rag.search", params, tenant)).data
 
-    async def graph_query(args: Mapping[str, Any]) -> Any:
-        return (await operate("graph.query", {"query": args["query"], "params": args.get("params") or {}})).data
+    async def graph_query(args: Mapping[str, Any], tenant: str) -> Any:
+        params = {"query": args["query"], "params": args.get("params") or {}}
+        return (await operations.run("graph.query", params, tenant)).data
 
     graph_schema = {
         "type": "object",

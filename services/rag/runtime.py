@@ -25,7 +25,7 @@ from services.rag.locks import KeyedLocks
 from services.rag.reindex import open_vectors, reembed_all
 from services.rag.settings import RagSettings
 from services.rag.store import BlobStore, ChunkIndex, KeywordIndex, MetadataStore, VectorStore
-from services.storage.settings import StorageSettings, storage_settings
+from services.storage.settings import StorageSettings
 
 log = logging.getLogger("docuthinker.rag")
 
@@ -88,11 +88,11 @@ class RagRuntime:
         embedder: TextEmbedder,
         graph_sync: GraphSync | None = None,
         audio: AudioReader | None = None,
-        storage: StorageSettings | None = None,
+        *,
+        storage: StorageSettings,
     ) -> RagRuntime:
         """Opens (or creates) every store and rebuilds FAISS from Chroma; blocking (run it in a thread)."""
         root = pathlib.Path(data_dir) / "rag"
-        storage = storage or storage_settings()
         if storage.postgres:
             metadata, blobs, vectors, keyword, index = open_postgres_stores(
                 root, storage, embedder.name, embedder.dimension)

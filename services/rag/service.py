@@ -8,6 +8,7 @@ start the graph-sync worker (``graph_link``) when a graph feed is wired (``bindi
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import grpc
 
@@ -35,6 +36,7 @@ from services.graph.client import GraphClient
 from services.runtime import ChannelPool, MeshSettings, ServiceBinding
 from services.speech import SpeechSettings
 from services.speech.transcriber import WhisperTranscriber
+from services.storage.settings import StorageSettings
 
 FULL_NAME = rag_service_pb2.DESCRIPTOR.services_by_name["RagService"].full_name
 
@@ -53,6 +55,7 @@ class RagService:
         speech: SpeechSettings | None = None,
         channels: ChannelPool | None = None,
         router: Router | None = None,
+        storage: StorageSettings | None = None,
     ) -> None:
         """Without ``graph_feed`` (or with an explicit ``graph_sync``) no outbox or worker runs.
 
@@ -66,6 +69,7 @@ class RagService:
         self._graph_feed = graph_feed
         self.graph_settings = graph_settings or GraphSyncSettings()
         self.speech = speech or SpeechSettings()
+        self.storage = storage or StorageSettings()
         self.answer_settings = AnswerSettings()
         self.crew_settings = CrewSettings()
         self.analysis_settings = AnalysisSettings()
@@ -90,12 +94,13 @@ class RagService:
         graph_sync = self._graph_sync
         if graph_sync is None and self._graph_feed is not None:
             self.graph = await asyncio.to_thread(
-                GraphLink.open, metadata_path(self.settings.data_dir), self._graph_feed, self.graph_settings)
+                GraphLink.open, metadata_path(self.settings.data_dir), self._graph_feed, self.graph_settings,
+                self.storage)
             graph_sync = self.graph.port
         self.transcriber, audio = build_speech(self.speech, self.settings.max_upload_bytes)
         self.runtime = runtime = await asyncio.to_thread(
-            RagRuntime.open, self.settings.data_dir, self.rag, self.settings.max_upload_bytes, model, graph_sync,
-            audio,
+            functools.partial(RagRuntime.open, self.settings.data_dir, self.rag, self.settings.max_upload_bytes, model,
+                              graph_sync, audio, storage=self.storage)
         )
         sentence_cache = CachedEncoder(model)
         self.warmer = SentenceWarmer(sentence_cache, busy=lambda: self.runtime is not None and self.runtime.pipeline.busy)

@@ -1,10 +1,14 @@
-"""What the contracts say about retrying an RPC: its ``idempotency_level`` option.
+"""What the contracts say about each RPC: whether it may be retried, and its REST forms.
 
-Both retry layers (the mesh channels' service config and Envoy's routes) read it from the
-descriptors, so a new RPC is retried only once its proto declares it safe. Only
+Retries: the ``idempotency_level`` option. Both retry layers (the mesh channels' service
+config and Envoy's routes) read it from the descriptors, so a new RPC is retried only once its
+proto declares it safe. Only
 ``NO_SIDE_EFFECTS`` calls are repeated transparently: an ``IDEMPOTENT`` one (a delete) may
 already have taken effect, and its repeat then reports differently (NOT_FOUND) from the
 attempt that succeeded. A client stream is never repeated: its messages are consumed once.
+
+REST forms: the ``google.api.http`` rules, walked once here (``http_rules_of``) for everything
+the gateway derives from them (the OpenAPI document, the strict-JSON routes).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
 from docuthinker.graph.v1 import graph_service_pb2
@@ -31,6 +36,8 @@ class RpcMethod:
     client_streaming: bool
     server_streaming: bool
     options: descriptor_pb2.MethodOptions
+    input_type: str = ""
+    """Fully qualified with a leading dot, as descriptors name it: .docuthinker.rag.v1.SearchRequest."""
 
     @property
     def grpc_path(self) -> str:
@@ -45,7 +52,8 @@ class RpcMethod:
 def methods_of(files: Iterable[descriptor_pb2.FileDescriptorProto]) -> list[RpcMethod]:
     """The methods of the mesh's own services (``docuthinker.*`` packages) in ``files``."""
     return [
-        RpcMethod(f"{file.package}.{service.name}", m.name, m.client_streaming, m.server_streaming, m.options)
+        RpcMethod(f"{file.package}.{service.name}", m.name, m.client_streaming, m.server_streaming, m.options,
+                  m.input_type)
         for file in files
         if file.package.startswith("docuthinker.")
         for service in file.service
@@ -61,3 +69,33 @@ def mesh_methods() -> list[RpcMethod]:
         module.DESCRIPTOR.CopyToProto(proto)
         files.append(proto)
     return methods_of(files)
+
+
+@dataclass(frozen=True)
+class HttpRule:
+    """One REST form of an RPC: its main ``google.api.http`` rule (``index`` 0) or an additional binding."""
+
+    method: RpcMethod
+    verb: str
+    """get, put, post, delete or patch."""
+    template: str
+    """The path template, e.g. /v1/documents/{document_id}."""
+    body: str
+    """"*" (the whole request message), a top-level field name, or "" (no body)."""
+    index: int
+
+
+def http_rules_of(files: Iterable[descriptor_pb2.FileDescriptorProto]) -> list[HttpRule]:
+    """The HTTP rules of the mesh's methods in ``files``, in descriptor order. Custom verbs and client
+    streams are left out: the gateway offers neither over REST."""
+    rules = []
+    for method in methods_of(files):
+        if method.client_streaming:
+            continue
+        top = method.options.Extensions[annotations_pb2.http]
+        for index, rule in enumerate([top, *top.additional_bindings]):
+            verb = rule.WhichOneof("pattern")
+            if verb in (None, "custom"):
+                continue
+            rules.append(HttpRule(method, verb, getattr(rule, verb), rule.body, index))
+    return rules

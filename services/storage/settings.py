@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Literal
 
 from pydantic import Field, SecretStr
@@ -49,7 +48,3 @@ class StorageSettings(BaseSettings):
             raise ValueError("DOCUTHINKER_STORE_BACKEND=postgres needs DOCUTHINKER_POSTGRES_DSN")
         return value
 
-
-@lru_cache(maxsize=1)
-def storage_settings() -> StorageSettings:
-    return StorageSettings()

@@ -11,8 +11,9 @@ import jwt
 import pytest
 
 from gateway import envoy_config
-from gateway.auth import AuthSettings, keygen, main, mint
+from gateway.auth import AuthSettings, keygen, mint
 from gateway.edge_policy import EdgeSettings
+from services.launcher.__main__ import main as launcher_main
 from services.launcher.mesh import envoy_binary
 from services.runtime.config import MeshSettings
 
@@ -52,7 +53,16 @@ def test_tenants_are_checked_when_minting(keys, capsys):
     with pytest.raises(ValueError, match="invalid tenant"):
         mint(key, "acme corp!", ttl_s=60, auth=auth)
     with pytest.raises(SystemExit):
-        main(["token", "--tenant", "ok", "--key", str(key.parent / "missing.pem")])
+        launcher_main(["token", "--tenant", "ok", "--key", str(key.parent / "missing.pem")])
+
+
+def test_the_launchers_keygen_and_token_commands_make_a_token_the_jwks_verifies(tmp_path, capsys):
+    assert launcher_main(["keygen", "--dir", str(tmp_path / "keys")]) == 0
+    capsys.readouterr()
+    key, jwks = tmp_path / "keys" / "signing-key.pem", tmp_path / "keys" / "jwks.json"
+    assert launcher_main(["token", "--key", str(key), "--tenant", "acme", "--role", "admin", "--ttl-hours", "2"]) == 0
+    claims = _verify(capsys.readouterr().out.strip(), jwks, AuthSettings(jwks_file=jwks))
+    assert (claims["tenant"], claims["role"], claims["exp"] - claims["iat"]) == ("acme", "admin", 7200)
 
 
 def _filters(rendered: dict) -> list[str]:

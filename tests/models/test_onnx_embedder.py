@@ -9,6 +9,8 @@ from services.models import onnx_export
 from services.models.embedder import DIMENSION, build_embedder, identity
 from services.models.settings import EmbedderSettings
 
+pytestmark = pytest.mark.models  # exports and runs the real MiniLM (PyTorch and ONNX Runtime)
+
 SENTENCES = [
     "The cooperative cleans the rooftop solar panels twice a year, in April and in October.",
     "wind",

@@ -10,14 +10,17 @@ pytestmark = pytest.mark.store_backends  # every test that uses the database run
 
 
 class Flaky:
-    """A handler that fails ``failures`` times, then succeeds; records the tenant of each call."""
+    """A handler that fails ``failures`` times, then succeeds; records the tenant each call was given, and
+    the tenant its calls to peers would carry (the request context's), which must be the same."""
 
     def __init__(self, failures: int) -> None:
         self.failures = failures
         self.calls: list[tuple[dict, str]] = []
+        self.propagated: list[str] = []
 
-    async def __call__(self, payload):
-        self.calls.append((dict(payload), request_context.current_tenant()))
+    async def __call__(self, payload, tenant):
+        self.calls.append((dict(payload), tenant))
+        self.propagated.append(request_context.current_tenant(default="<none>"))
         if len(self.calls) <= self.failures:
             raise Unavailable("still down")
         return {"ok": True}
@@ -55,12 +58,13 @@ async def test_retries_with_exponential_backoff_then_parks(db, clock):
     clock.advance(10_000)
     assert await dlq.retry_due() == 0  # parked letters wait for an operator
     assert [tenant for _, tenant in handler.calls] == ["acme"] * 3
+    assert handler.propagated == ["acme"] * 3
 
 
 async def test_automatic_retry_succeeds_when_the_target_is_back(db, clock):
     dlq = DeadLetterQueue(db, max_retries=3, backoff_s=1, clock=clock)
     dlq.register("op", Flaky(failures=1))
-    letter = dlq.enqueue("op", {}, "boom")
+    letter = dlq.enqueue("op", {}, "boom", tenant="acme")
     clock.advance(1)
     await dlq.retry_due()
     clock.advance(2)
@@ -95,12 +99,26 @@ async def test_letters_survive_a_restart_and_still_replay(open_db, clock):
     dlq.register("op", handler)
     assert dlq.get(letter.id).payload == {"k": [1, 2]}
     _, ok = await dlq.replay(letter.id)
-    assert ok and handler.calls == [({"k": [1, 2]}, "t")]
+    assert ok and handler.calls == [({"k": [1, 2]}, "t")] and handler.propagated == ["t"]
     second.close()
 
 
 async def test_unknown_operation_fails_the_replay_without_losing_the_letter(db, clock):
     dlq = DeadLetterQueue(db, max_retries=0, clock=clock)
-    letter = dlq.enqueue("gone", {}, "boom")
+    letter = dlq.enqueue("gone", {}, "boom", tenant="acme")
     updated, ok = await dlq.replay(letter.id)
     assert not ok and "no handler" in updated.last_error
+
+
+async def test_an_operators_replay_runs_under_the_letters_tenant_not_the_operators(db, clock):
+    dlq = DeadLetterQueue(db, max_retries=0, clock=clock)
+    handler = Flaky(failures=0)
+    dlq.register("op", handler)
+    letter = dlq.enqueue("op", {}, "boom", tenant="acme")
+    token = request_context.bind(request_context.RequestContext("admin-call", "operators", role=request_context.ADMIN))
+    try:
+        _, ok = await dlq.replay(letter.id)
+        assert request_context.current_tenant() == "operators"  # the operator's own context is restored
+    finally:
+        request_context.unbind(token)
+    assert ok and handler.calls == [({}, "acme")] and handler.propagated == ["acme"]

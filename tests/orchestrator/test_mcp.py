@@ -103,11 +103,11 @@ async def test_client_offers_an_external_servers_tools(calculator):
         definitions = {d.name: d for d in registry.definitions()}
         assert set(definitions) == {"mcp__calc__add", "mcp__calc__explode"}
         assert definitions["mcp__calc__add"].source == "mcp:calc"
-        assert await registry.execute("mcp__calc__add", {"a": 2, "b": 40}) == {"result": 42}
+        assert await registry.execute("mcp__calc__add", {"a": 2, "b": 40}, "acme") == {"result": 42}
         with pytest.raises(McpToolError, match="kaboom"):
-            await registry.execute("mcp__calc__explode", {"reason": "kaboom"})
+            await registry.execute("mcp__calc__explode", {"reason": "kaboom"}, "acme")
         with pytest.raises(InvalidArgument):
-            await registry.execute("mcp__calc__add", {"a": "two"})
+            await registry.execute("mcp__calc__add", {"a": "two"}, "acme")
     finally:
         await hub.stop()
     assert registry.definitions() == []

@@ -18,11 +18,14 @@ from services.rag.runtime import RagRuntime
 from services.rag.settings import RagSettings
 from services.runtime.errors import DomainError
 from services.speech import SpeechSettings, WhisperTranscriber
+from services.storage.settings import StorageSettings
 from tests.speech.conftest import SENTENCES
 from tests.speech.media_fixtures import contains_words, encode, espeak_available, recording, silence
 
 from .fakes import HashEmbedder
 from .probes import collect
+
+EMBEDDED = StorageSettings(store_backend="embedded")
 
 pytestmark = pytest.mark.models  # Whisper
 
@@ -47,7 +50,7 @@ def transcriber():
 def runtime(tmp_path: pathlib.Path, transcriber):
     reader = AudioReader(transcriber, max_seconds=30, max_bytes=2 * 1024 * 1024)
     opened = RagRuntime.open(tmp_path, RagSettings(keyword_refresh_delay_s=0.0, chunk_size=100, chunk_overlap=0),
-                             MAX_UPLOAD, HashEmbedder(), None, reader)
+                             MAX_UPLOAD, HashEmbedder(), None, reader, storage=EMBEDDED)
     yield opened
     opened.metadata.close()
 
@@ -106,7 +109,7 @@ async def test_bad_media_is_refused_and_nothing_is_stored(runtime, briefing, cas
 
 async def test_speech_switched_off_refuses_recordings(tmp_path, briefing) -> None:
     samples, rate, _ = briefing
-    runtime = RagRuntime.open(tmp_path, RagSettings(), MAX_UPLOAD, HashEmbedder())
+    runtime = RagRuntime.open(tmp_path, RagSettings(), MAX_UPLOAD, HashEmbedder(), storage=EMBEDDED)
     try:
         with pytest.raises(DomainError) as refused:
             await collect(runtime.pipeline.upload("acme", "a.flac", "audio/flac", encode(samples, rate, "flac")))
@@ -160,7 +163,7 @@ async def test_recordings_waiting_for_the_speech_pool_do_not_block_other_uploads
     samples, rate, _ = briefing
     held = _HeldTranscriber(workers=1)
     runtime = RagRuntime.open(tmp_path, RagSettings(keyword_refresh_delay_s=0.0), MAX_UPLOAD, HashEmbedder(), None,
-                              AudioReader(held, max_seconds=30, max_bytes=2 * 1024 * 1024))
+                              AudioReader(held, max_seconds=30, max_bytes=2 * 1024 * 1024), storage=EMBEDDED)
     try:
         # More recordings than the event loop's default thread pool has threads (min(32, cores + 4)).
         recordings = [encode(np.concatenate([samples, silence(0.1 * i)]), rate, "ogg") for i in range(10)]

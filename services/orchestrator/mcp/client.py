@@ -148,7 +148,8 @@ class McpHub:
 
 
 def _runner(connection: McpConnection, tool: str):
-    async def run(arguments: Mapping[str, Any]) -> Any:
+    async def run(arguments: Mapping[str, Any], tenant: str) -> Any:
+        # An external MCP server is outside the mesh's tenancy: it gets the arguments only.
         return await connection.call(tool, arguments)
 
     return run

@@ -21,7 +21,7 @@ from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.graph_sync.worker import DocumentSource, GraphSyncWorker
 from services.rag.locks import KeyedLocks
 from services.runtime.domain_metrics import register_state
-from services.storage.settings import StorageSettings, storage_settings
+from services.storage.settings import StorageSettings
 
 
 def register_outbox_metrics(outbox: Outbox) -> None:
@@ -74,10 +74,9 @@ class GraphLink:
 
     @classmethod
     def open(cls, database: pathlib.Path, feed: GraphFeed, settings: GraphSyncSettings,
-             storage: StorageSettings | None = None) -> GraphLink:
+             storage: StorageSettings) -> GraphLink:
         """Opens the outbox in the RAG metadata database (the SQLite file, or the shared PostgreSQL
         database where every replica's worker claims from one outbox); blocking (run it in a thread)."""
-        storage = storage or storage_settings()
         if storage.postgres:
             from services.rag.graph_sync.pg_outbox import PostgresGraphOutbox
             from services.storage.postgres import shared
