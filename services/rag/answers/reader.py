@@ -298,11 +298,11 @@ class Reader:
                 if typed:
                     anchors = [m.start() for m in re.finditer(r"\w+", span.text)
                                if lexical.content_terms(m.group(0)) & terms]
-                    def strength(t: TypedSpan) -> int:
-                        return label_strength(attribute, text, span.start + t.start, span.start + t.end) if attribute else 0
-                    t = min(typed, key=lambda t: (-strength(t), min((abs(a - t.start) for a in anchors), default=0)))
+                    strengths = {id(t): label_strength(attribute, text, span.start + t.start, span.start + t.end)
+                                 if attribute else 0 for t in typed}
+                    t = min(typed, key=lambda t: (-strengths[id(t)], min((abs(a - t.start) for a in anchors), default=0)))
                     short = TypedSpan(span.start + t.start, span.start + t.end, t.text, kind)
-                    labelled = strength(t) if attribute else None
+                    labelled = strengths[id(t)] if attribute else None
                 elif kind not in NAMED and position < READ_SENTENCES:
                     continue  # no span of the asked-for shape here
             if short is None and ((kind in TYPED and kind not in NAMED) or acronyms):
