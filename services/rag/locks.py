@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 
 class KeyedLocks:
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         self._last_release = -math.inf
+        self.clock = clock
+        """The monotonic clock that ``quiet_for`` reads; whoever paces itself on it reads the same one."""
 
     @asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[None]:
@@ -25,7 +27,7 @@ class KeyedLocks:
             lock, users = self._locks[key]
             if users <= 1:
                 del self._locks[key]
-                self._last_release = time.monotonic()
+                self._last_release = self.clock()
             else:
                 self._locks[key] = (lock, users - 1)
 
@@ -34,4 +36,4 @@ class KeyedLocks:
 
     def quiet_for(self) -> float:
         """Seconds since the last key was released; 0 while any key is held."""
-        return 0.0 if self._locks else time.monotonic() - self._last_release
+        return 0.0 if self._locks else self.clock() - self._last_release

@@ -222,7 +222,8 @@ def test_a_rag_replica_killed_under_load_costs_no_idempotent_call_and_no_upload(
     assert killed["folio_status"] not in (dpb.DOCUMENT_STATUS_READY, dpb.DOCUMENT_STATUS_FAILED), killed
     assert replicated.reap("rag-2") == -signal.SIGKILL
     # Searches are idempotent: Envoy retried each that met the dead replica on the other one.
-    assert failures["search"] == [], failures["search"]
+    retries = _retry_stats(replicated)
+    assert failures["search"] == [], (failures["search"], retries)
     # An upload is not idempotent for the transport: the one on the killed replica failed for its client, as did
     # any the gateway had sent there. The client sends the same bytes again, which is safe (content hash: the same
     # document id); the surviving replica finishes the ingestion, and nothing is indexed twice.
@@ -246,8 +247,16 @@ def test_a_rag_replica_killed_under_load_costs_no_idempotent_call_and_no_upload(
     chunks = gateway.get(f"/v1/documents/{folio['document_id']}").json()["document"]["chunk_count"]
     print(f"\nreplica load: {LOAD_SEARCHES} searches, 0 failed; {LOAD_UPLOADS} uploads, "
           f"{len(failures['upload_first_try'])} retried by the client after the kill; the upload killed mid-ingestion"
-          f" (status {dpb.DocumentStatus.Name(killed['folio_status'])}) re-sent and READY once ({chunks} chunks)")
+          f" (status {dpb.DocumentStatus.Name(killed['folio_status'])}) re-sent and READY once ({chunks} chunks); "
+          f"Envoy's rag retries: {retries}")
     replicated.start_service("rag-2")
+
+
+def _retry_stats(mesh) -> dict[str, int]:
+    """Envoy's retry counters of the rag cluster: why a retry was made, dropped or not attempted."""
+    text = httpx.get(f"{mesh.admin_url}/stats", params={"filter": r"^cluster\.rag\.upstream_rq_retry"}, timeout=10).text
+    return {name.removeprefix("cluster.rag."): int(value) for name, value in
+            (line.split(": ") for line in text.splitlines() if ": " in line) if value.strip().isdigit()}
 
 
 def _wait_settled(gateway: httpx.Client, document_id: str) -> dict:

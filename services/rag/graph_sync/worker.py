@@ -12,7 +12,8 @@ entry's sequence, so a newer intent (a re-index, a delete) always wins. The work
 holds back while ingestion is busy (until no document lock has been held for
 ``ingestion_quiet_s``): its NLP extraction would slow the embedding of the uploads users are
 waiting for. It holds back for at most ``yield_to_ingestion_max_s`` in a row, so a long bulk
-upload delays the graph but never starves it.
+upload delays the graph but never starves it. Both periods are read on the locks' clock, so a
+test can step it rather than sleep through them.
 
 Backoff grows to minutes during a long outage, so the worker does not wait it out: after a
 failure that says a peer is unreachable or too slow (UNAVAILABLE, DEADLINE_EXCEEDED) it checks
@@ -90,9 +91,16 @@ class GraphSyncWorker:
         self._watch_s = settings.peer_watch_interval_s
         self._peer_outage = False
         self._watched_at = 0.0
+        self._held_back = 0
+
+    @property
+    def held_back(self) -> int:
+        """How many times the worker has looked and held back for ingestion (tests wait on it)."""
+        return self._held_back
 
     def notify(self) -> None:
-        """New work was queued: look at the outbox now rather than at the next poll."""
+        """New work was queued: look at the outbox now rather than at the next poll (or, while holding
+        back for ingestion, at the clock again)."""
         self._wake.set()
 
     async def start(self) -> None:
@@ -114,7 +122,8 @@ class GraphSyncWorker:
             self._wake.clear()  # before looking: an enqueue after the look sets it again
             try:
                 if self._yield_to_ingestion():
-                    await asyncio.sleep(max(self._quiet_s - self._locks.quiet_for(), 0.0) + 0.01)
+                    self._held_back += 1
+                    await self._wait(max(self._quiet_s - self._locks.quiet_for(), 0.0) + 0.01)
                     continue
                 if await self.run_once():
                     continue
@@ -124,6 +133,13 @@ class GraphSyncWorker:
             except Exception:  # noqa: BLE001 - the worker must outlive a bad moment of its own store
                 log.exception("graph sync worker loop failed; retrying")
                 await asyncio.sleep(self._poll_s)
+
+    async def _wait(self, timeout_s: float) -> None:
+        """Sleeps up to ``timeout_s``; ``notify`` ends it early."""
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout=timeout_s)
+        except TimeoutError:
+            pass
 
     async def _reconcile(self) -> int:
         self._reconciled_at = time.monotonic()
@@ -140,10 +156,7 @@ class GraphSyncWorker:
         watching = self._peer_outage and due is not None and due - time.time() > self._watch_s
         if watching:
             delay = min(delay, max(0.0, self._watched_at + self._watch_s - time.monotonic()))
-        try:
-            await asyncio.wait_for(self._wake.wait(), timeout=delay)
-        except TimeoutError:
-            pass
+        await self._wait(delay)
         if watching and time.monotonic() - self._watched_at >= self._watch_s:
             self._watched_at = time.monotonic()
             if not await self._feed.peers_serving():
@@ -216,7 +229,7 @@ class GraphSyncWorker:
         if self._yield_max_s <= 0 or self._locks.quiet_for() >= self._quiet_s:
             self._yielding_since = None
             return False
-        now = time.monotonic()
+        now = self._locks.clock()
         if self._yielding_since is None:
             self._yielding_since = now
         if now - self._yielding_since >= self._yield_max_s:
