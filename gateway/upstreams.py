@@ -29,6 +29,10 @@ _HTTP2 = {
 }
 
 
+MAX_CONCURRENT_RETRIES = 256
+"""Retries in flight per cluster (Envoy's default of 3 overflowed during a replica kill)."""
+
+
 def _is_literal(host: str) -> bool:
     return host.replace(".", "").isdigit() or ":" in host
 
@@ -85,6 +89,10 @@ def cluster(name: str, peer: Peer, health_check: dict, http2: bool = True, keepa
         ],
         # With every host unhealthy, fail fast with 503 instead of Envoy's panic routing to dead hosts.
         "common_lb_config": {"healthy_panic_threshold": {"value": 0}},
+        # Envoy allows 3 concurrent retries per cluster by default, counted while each waits out its
+        # backoff: when a replica dies under load more idempotent calls than that retry at once, and the
+        # 4th got the dead host's "upstream connect error" 503 (test_replicas counts Envoy's overflow).
+        "circuit_breakers": {"thresholds": [{"priority": "DEFAULT", "max_retries": MAX_CONCURRENT_RETRIES}]},
     }
     if not static or len(peer.endpoints) > 1:
         # Ejection moves traffic to another replica; a lone host has none, and Envoy ejects at least one host

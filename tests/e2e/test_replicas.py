@@ -168,8 +168,6 @@ def _big_text() -> str:
                          for n in range(1500)) + "\n\nMarker word zyxbigqv."
 
 
-@pytest.mark.xfail(strict=False, reason="open (#16): in the full suite on 2 busy cores one search of 40 got Envoy's "
-                   "503 upstream connect error despite its retry policy (passes alone); not yet explained")
 def test_a_rag_replica_killed_under_load_costs_no_idempotent_call_and_no_upload(replicated):
     gateway = replicated.http(timeout=300, headers={"x-tenant-id": TENANT})
     uploads = {**_upload_texts(), "folio.txt": _big_text()}
