@@ -132,6 +132,12 @@ def category_terms(question: str) -> frozenset[str]:
     return lexical.content_terms(match.group(1)) if match else frozenset()
 
 
+def _plural_category(question: str) -> bool:
+    match = _CATEGORY.match(question)
+    word = match.group(1).lower() if match else ""
+    return word.endswith("s") and not word.endswith("ss")
+
+
 def _fuzzy(needed: frozenset[str], have: frozenset[str]) -> int:
     count = 0
     for n in needed:
@@ -174,8 +180,9 @@ class Reader:
         # The class asked about ("which warehouse") need not be in the answer's sentence, but documents
         # that never use the word anywhere do not hold the answer.
         asked = names | nouns
-        if reading.items:
-            asked -= category_terms(question)  # "which broadcasters": the items name them, not the class
+        if reading.items or reading.kind is AnswerType.LIST or _plural_category(question):
+            # "Which broadcasters", "which elements": the members are named, not the class.
+            asked -= category_terms(question)
         everywhere = frozenset().union(*(lexical.content_terms(f"{h.chunk.text} {_context(h)}") for h in retrieved))
         attribute = attribute_of(question, reading.kind)
         if reading.labelled and attribute is not None:
