@@ -30,10 +30,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from services.rag.answers import lexical
+from services.rag.answers.list_items import WHO_LIST, bullets_after, enumeration, people_in, with_next
 from services.rag.answers.attributes import attribute_of, label_strength
 from services.rag.answers.answer_types import NAMED, TYPE_WORDS, TYPED, AnswerType, classify
 from services.rag.answers.sentences import Span, split_sentences
-from services.rag.answers.spans import entity_spans, noun_terms, short_answer
+from services.rag.answers.spans import noun_terms, short_answer
 from services.rag.answers.tables import WIDE_COLUMNS, Table, lookup, tables_in
 from services.rag.answers.typed_spans import SETTLEMENTS, TypedSpan, acronym_expansion, acronyms_in, typed_spans
 from services.rag.retrieval import RetrievedChunk
@@ -42,13 +43,13 @@ READ_SENTENCES = 6
 """Best-ranked sentences the reader looks into for a typed span."""
 MIN_NOUN_COVERAGE = 0.5
 """Share of the question's key nouns the evidence must hold."""
+_SETTLEMENT_WORDS = lexical.content_terms("city cities town country countries state province county village capital")
+"""Words of a "what city/country" question: its answer is a settlement (a GPE entity), not a street."""
 STRONG_LABEL_LEAD = 10.0
+"""Score lead of a strongly labelled value over any unlabelled one (it always wins)."""
 STRONG_LABEL_COVERAGE = 0.4
 """The same for a value its counted noun or toll-free form labels (``attributes.label_strength`` 2)."""
 _CAPTION = re.compile(r"^\s*(?:table|figure|fig\.|chart|exhibit|appendix|section|chapter)\s*[\dA-Z]+[.:]", re.I)
-_PART = r"(?:[^,;:]|,(?=\d))+"
-_ENUMERATION = re.compile(rf"{_PART}(?:,\s*{_PART})+,?\s+(?:and|or)\s+(?:[^,;:.]|,(?=\d)|\.(?=\d))+")
-_BULLET = re.compile(r"^\s*(?:[-*•▪‣◦]|\d{1,3}[.)]|[a-zA-Z][.)])\s+")
 
 
 @dataclass(frozen=True)
@@ -241,12 +242,12 @@ class Reader:
     def list_items(self, question: str, ranked: Sequence) -> Reading | None:
         best: tuple[float, Reading] | None = None
         # "Who are the authors": a by-line of names ("Vladimir Karpukhin∗, Barlas Oguz, ...") has no "and".
-        people = bool(_WHO_LIST.search(question))
+        people = bool(WHO_LIST.search(question))
         for position, scored in enumerate(ranked[: READ_SENTENCES * (2 if people else 1)]):
             hit, span = scored.retrieved, scored.span
             text = hit.chunk.text
-            named = _people(_with_next(text, span)) if people else []
-            items = named or _bullets_after(text, span) or _enumeration(span)
+            named = people_in(with_next(text, span)) if people else []
+            items = named or bullets_after(text, span) or enumeration(span)
             if len(items) < 2:
                 continue
             start, end = min(s for s, _, _ in items), max(e for _, e, _ in items)
@@ -348,26 +349,6 @@ class Reader:
         return best[1]
 
 
-_SETTLEMENT_WORDS = lexical.content_terms("city cities town country countries state province county village capital")
-_WHO_LIST = re.compile(r"^\s*who\b|\b(?:authors|people|persons|members|players|speakers|signatories)\b", re.I)
-MIN_PEOPLE = 3
-"""Names of people in one sentence that make it a list of them (two are a pair in a sentence, not a by-line)."""
-
-
-def _with_next(text: str, span: Span) -> Span:
-    """The sentence and the one after it (PDF by-lines are cut into "sentences" at their footnote marks)."""
-    following = next((s for s in split_sentences(text) if s.start >= span.end), None)
-    end = following.end if following is not None else span.end
-    return Span(span.start, end, text[span.start:end])
-
-
-def _people(span: Span) -> list[tuple[int, int, str]]:
-    """The people a sentence names, when it names several (a by-line, a list of members)."""
-    found = [(span.start + start, span.start + end, span.text[start:end])
-             for label, start, end in entity_spans(span.text) if label == "PERSON"]
-    return found if len(found) >= MIN_PEOPLE else []
-
-
 def _repeats(text: str, q_lower: str, terms: frozenset[str]) -> bool:
     """A span the question already says (or mostly says) is not its answer."""
     if " ".join(text.lower().split()) in q_lower:
@@ -392,67 +373,3 @@ def _fits(kind: AnswerType, cell: str) -> bool:
     if kind is AnswerType.DATE:
         return bool(re.search(r"\d", cell))
     return bool(cell.strip())
-
-
-def _bullets_after(text: str, span: Span) -> list[tuple[int, int, str]]:
-    """Bullet lines right after (or making up) a sentence: the list it introduces."""
-    items: list[tuple[int, int, str]] = []
-    pos = text.find("\n", span.start if span.text.endswith(":") else span.end)
-    lines = text[span.start:].splitlines(keepends=True)
-    offset = span.start
-    for line in lines:
-        start = offset
-        offset += len(line)
-        if start < span.start:
-            continue
-        marker = _BULLET.match(line)
-        if marker:
-            body = line[marker.end():].strip()
-            if body:
-                s = start + marker.end()
-                items.append((s, s + len(body), body))
-        elif items and line.strip():
-            break
-    del pos
-    return items if len(items) >= 2 else []
-
-
-def _enumeration(span: Span) -> list[tuple[int, int, str]]:
-    """The items of "A, B and C" inside a sentence."""
-    match = _ENUMERATION.search(span.text)
-    if not match:
-        return []
-    body = match.group(0)
-    base = span.start + match.start()
-    parts = re.split(r",(?!\d)\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", body)
-    items = []
-    pos = 0
-    for part in parts:
-        value = part.strip()
-        if not value:
-            continue
-        at = body.find(value, pos)
-        pos = at + len(value)
-        items.append((base + at, base + at + len(value), value))
-    # Items are short: keep them from the end back to the first long part, whose tail after its
-    # last linking word ("commentator for Sky Sports") is the first item.
-    if items and len(items[-1][2].split()) > 5:
-        # The last item runs on into the sentence ("GitHub had millions ..."): keep its leading name.
-        s, e, v = items[-1]
-        lead = re.match(r"(?:[A-Z0-9][\w.&'-]*\s?){1,4}", v)
-        head = lead.group(0).strip() if lead else " ".join(v.split()[:3])
-        items[-1] = (s, s + len(head), head)
-    kept: list[tuple[int, int, str]] = []
-    for s, e, v in reversed(items):
-        words = v.split()
-        if len(words) <= 5:
-            kept.insert(0, (s, e, v))
-            continue
-        tail = re.search(r"(?:^|\s)(?:for|of|like|including|include|includes|as|are|were|was|is|with|such as)\s+"
-                         r"((?:\S+\s*){1,4})$", v)
-        if tail:
-            at = v.rfind(tail.group(1))
-            kept.insert(0, (s + at, e, tail.group(1).strip()))
-        break
-    items = kept
-    return items if len(items) >= 2 else []
