@@ -232,3 +232,18 @@ def test_switching_embedder_re_embeds_nothing_silently(open_runtime, store_backe
     reindexed.metadata.close()
     with pytest.raises(EmbedderMismatchError):
         open_runtime(HashEmbedder())  # and now the old embedder is the stranger
+
+
+def test_keyword_search_finds_a_chunk_by_its_documents_name_and_headings(open_runtime, store_backend) -> None:
+    if store_backend == "postgres":
+        pytest.skip("the `fts` keyword mode indexes the chunk text alone (a generated tsvector column)")
+    runtime = open_runtime()
+    record, sections, chunks = _document(runtime, "acme", ["Best regards,\nMallori"], name="delivery-memo.pdf")
+    _index(runtime, record, sections, chunks)
+    other, sections, other_chunks = _document(runtime, "acme", ["Kind regards from the depot."], name="notes.txt")
+    _index(runtime, other, sections, other_chunks)
+    runtime.keyword.refresh("acme")
+    # Users name the document ("who signed the memo"); the chunk text never says "memo".
+    assert [c for c, _ in runtime.index.keyword_search("acme", "who signed the memo", 5)] == [chunks[0].chunk_id]
+    # Camel-case and underscored file names count as their words.
+    assert runtime.metadata.visible_texts("acme")[1][0][1].endswith("delivery memo")

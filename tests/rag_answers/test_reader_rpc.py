@@ -143,3 +143,25 @@ async def test_a_number_nothing_labels_as_the_asked_attribute_is_refused(rag):
     # "uniforms" is in the document, but no number there counts them.
     refused = (await rag.query("cover-2", "How many uniforms were handed out to the drivers?")).answer
     assert refused.support_status == INSUFFICIENT and not refused.citations
+
+
+ABOUT = """What is Quill?
+
+Quill is a plain text format for notes. It was developed by Dana Whitcombe (with help from Omar Reyes)
+and released in 2011. As Whitcombe writes: a note should read well before it is rendered.
+
+Prince Albrecht greeted Lady Ines Marlow, who was the first to arrive at the reception.
+"""
+
+
+async def test_who_made_it_is_answered_by_the_maker(rag):
+    await rag.upload("makers", "quill.txt", ABOUT)
+    answer = (await rag.query("makers", "Who came up with Quill in the first place?")).answer
+    assert answer.support_status == SUPPORTED
+    assert answer.citations[0].short_answer == "Dana Whitcombe"
+
+
+async def test_a_possessive_the_evidence_never_relates_is_refused(rag):
+    await rag.upload("makers-2", "quill.txt", ABOUT)
+    answer = (await rag.query("makers-2", "What is the name of Prince Albrecht's daughter?")).answer
+    assert answer.support_status == INSUFFICIENT

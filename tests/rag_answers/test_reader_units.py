@@ -6,7 +6,7 @@ import pytest
 
 from bench.docqa_score import contains
 from services.rag.answers.answer_types import AnswerType, classify
-from services.rag.answers.reader import is_fragment
+from services.rag.answers.reader import _fuzzy, is_fragment, key_terms, possessed_terms
 from services.rag.answers.sentences import split_sentences
 from services.rag.answers.tables import lookup, tables_in
 from services.rag.answers.typed_spans import acronym_expansion, typed_spans
@@ -166,3 +166,26 @@ def test_a_table_of_contents_answers_which_page():
 def test_a_chunk_of_one_long_row_is_a_row_not_a_header():
     (table,) = tables_in("1Freq Granulocytes | -0.29 | 0.11 | 0.037 | 1\n")
     assert table.header is None and len(table.rows) == 1
+
+
+@pytest.mark.parametrize(("text", "sentences"), [
+    ("6480 Cameron Street Ste. 305 – Las Vegas, NV 89118", 1),
+    ("See Fig. 3 and Vol. 2, pp. 33-35. Then No. 5 applies.", 2),
+    ("Ask Dr. Smith. It weighs approx. 5 kg. It is big.", 3),
+    ("Acme Inc. was founded in 1990. It grew.", 2),
+])
+def test_abbreviations_do_not_end_sentences(text, sentences):
+    assert [s.text for s in split_sentences(text)][:1] != ["6480 Cameron Street Ste."]
+    assert len(split_sentences(text)) == sentences
+
+
+def test_idioms_are_not_key_terms_and_possessives_name_what_is_asked():
+    assert key_terms("Who came up with Markdown in the first place?", AnswerType.PERSON)[1] == frozenset()
+    assert "place" not in key_terms("In what year does the opening scene take place?", AnswerType.DATE)[1]
+    assert possessed_terms("What is the name of Prince Vasili's daughter?") == lexical.content_terms("daughter")
+    assert possessed_terms("What's the secret to new ideas?") == frozenset()
+
+
+def test_a_four_digit_year_matches_its_two_digit_form():
+    assert _fuzzy(frozenset({"1967"}), lexical.content_terms("Stanley Cups Since 67")) == 1
+    assert _fuzzy(frozenset({"1967"}), lexical.content_terms("Stanley Cups 13")) == 0

@@ -75,6 +75,8 @@ class Reading:
     unseen_terms: int = 0
     """Key terms of the question found in none of the retrieved passages (nor their sources)."""
     key_term_count: int = 0
+    possessed_covered: bool = True
+    """What a possessive of the question names ("Prince Vasili's daughter") is in the answer's sentence or its neighbours."""
     labelled: int | None = None
     """How strongly the document ties the value to the attribute asked about (``attributes``): None when the
     question names none, 0 when nothing near the value names it."""
@@ -90,7 +92,7 @@ class Reading:
             (self.key_term_count >= 4 and self.coverage >= 0.75) or (strong and self.key_term_count >= 3)))
         least = STRONG_LABEL_COVERAGE if strong else MIN_NOUN_COVERAGE
         return (self.typed and self.names_covered and self.coverage >= least and self.labelled != 0
-                and (self.from_table or unseen_ok))
+                and self.possessed_covered and (self.from_table or unseen_ok))
 
 
 _SECTION_HEADING = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[IVX]+\.|[A-Z]\.)\s+[A-Z][^.!?]*$")
@@ -109,11 +111,19 @@ def is_fragment(text: str, heading_path: Sequence[str] = ()) -> bool:
     return len(words) <= 6 and body.isupper() and not any(ch.isdigit() for ch in body)
 
 
+_IDIOMS = re.compile(
+    r"\b(?:in the first place|(?:take|takes|took|taken|taking) place|in place|at all|after all|in fact|of course"
+    r"|in general|in particular|by the way|at first)\b", re.I)
+"""Phrases whose nouns say nothing about the answer ("who came up with it in the first place")."""
+_POSSESSED = re.compile(r"['’]s?\s+((?:[a-z][\w-]*\s+){0,2}[a-z][\w-]*)", re.I)
+"""The thing a possessive asks about ("Prince Vasili's daughter", "the Group's adjusted EBITDA")."""
+
+
 def key_terms(question: str, kind: AnswerType, source_terms: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:
     """(names and numbers, other nouns) of the question an answer's evidence must hold, stemmed."""
     type_words = lexical.content_terms(" ".join(TYPE_WORDS.get(kind, ())))
     names, nouns = set[str](), set[str]()
-    for word, is_name in noun_terms(question):
+    for word, is_name in noun_terms(_IDIOMS.sub(" ", question)):
         for term in lexical.content_terms(word):
             if term in type_words:
                 continue
@@ -145,7 +155,34 @@ def _fuzzy(needed: frozenset[str], have: frozenset[str]) -> int:
         if n in have or (len(n) >= 4 and any(min(len(n), len(h)) >= 4 and (h.startswith(n) or n.startswith(h))
                                              for h in have)):
             count += 1
+        elif _YEAR.fullmatch(n) and n[2:] in have:
+            count += 1  # "since 1967" and a sheet named "Since 67"
     return count
+
+
+_YEAR = re.compile(r"(?:19|20)\d\d")
+_MAKING = (r"(?:came up with|come up with|coined|conceived|creat\w*|develop\w*|design\w*|devis\w*|found\w*"
+           r"|invent\w*|originat\w*|wr[io]te\w*|written|author\w*|establish\w*|start\w*|buil[dt]\w*|made|make)")
+_ASKS_MAKER = re.compile(rf"^\s*who\b.*\b{_MAKING}\b", re.I)
+_MADE_BY = re.compile(rf"\b{_MAKING}\s+(?:\w+\s+){{0,2}}by\s*$", re.I)
+"""A "who made it" question is answered by the maker: the person after "developed by", "founded by"."""
+
+
+def _made_by(question: str, sentence: str, short_start: int) -> bool:
+    return bool(_ASKS_MAKER.search(question)) and bool(_MADE_BY.search(sentence[max(0, short_start - 60):short_start]))
+
+
+def possessed_terms(question: str) -> frozenset[str]:
+    """Content terms of what a possessive in the question names ("Prince Vasili's *daughter*")."""
+    found = frozenset[str]()
+    for match in _POSSESSED.finditer(question):
+        words = []
+        for word in match.group(1).split():
+            if word.lower() in lexical.stop_words() or word.lower() in lexical.QUESTION_WORDS:
+                break
+            words.append(word)
+        found |= lexical.content_terms(" ".join(words))
+    return found
 
 
 def coverage(question: str, kind: AnswerType, evidence: str, context: str, chunk_text: str) -> tuple[float, bool]:
@@ -188,6 +225,15 @@ class Reader:
         attribute = attribute_of(question, reading.kind)
         if reading.labelled and attribute is not None:
             everywhere |= attribute.terms
+        possessed = possessed_terms(question) & (names | nouns)
+        if possessed and not reading.from_table and not reading.labelled:
+            # The relation asked about must be where the answer is: "she greeted Prince Vasili" is not his daughter.
+            text = reading.hit.chunk.text
+            spans = split_sentences(text)
+            index = next((i for i, sp in enumerate(spans) if sp.start <= reading.source.start < sp.end), None)
+            window = _window(text, spans, index) if index is not None else reading.source.text
+            near = lexical.content_terms(f"{window} {reading.source.text} {_context(reading.hit)}")
+            reading = replace(reading, possessed_covered=_fuzzy(possessed, near) == len(possessed))
         return replace(reading, unseen_terms=len(asked) - _fuzzy(asked, everywhere),
                        key_term_count=len(asked - category_terms(question)))
 
@@ -308,7 +354,8 @@ class Reader:
                                if lexical.content_terms(m.group(0)) & terms]
                     strengths = {id(t): label_strength(attribute, text, span.start + t.start, span.start + t.end)
                                  if attribute else 0 for t in typed}
-                    t = min(typed, key=lambda t: (-strengths[id(t)], min((abs(a - t.start) for a in anchors), default=0)))
+                    t = min(typed, key=lambda t: (-strengths[id(t)], not _made_by(question, text, span.start + t.start),
+                                                  min((abs(a - t.start) for a in anchors), default=0)))
                     short = TypedSpan(span.start + t.start, span.start + t.end, t.text, kind)
                     labelled = strengths[id(t)] if attribute else None
                 elif kind not in NAMED and position < READ_SENTENCES:
@@ -338,7 +385,8 @@ class Reader:
             score = (prior + 1.5 * cover + own + (1.0 if names else 0.0) - (1.0 if soft else 0.0)
                      + 1.5 * (labelled or 0) - (1.5 if labelled == 0 else 0.0)
                      # A value its counted noun or toll-free form labels outranks any unlabelled one.
-                     + (STRONG_LABEL_LEAD if labelled == 2 else 0.0))
+                     + (STRONG_LABEL_LEAD if labelled == 2 else 0.0)
+                     + (2.5 if short is not None and _made_by(question, text, short.start) else 0.0))
             if best is None or score > best[0]:
                 best = (score, reading)
         if best is None:

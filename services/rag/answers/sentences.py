@@ -21,6 +21,13 @@ _SHORT_LINE = 0.6
 """A line shorter than this share of the text's longest line ends its unit (a wrapped line fills the width)."""
 _TRIM_LEADING = re.compile(r"^(?:\s|[-*•▪‣◦]\s|\d{1,3}[.)]\s|#+\s)+")
 _MAX_SENTENCE_CHARS = 600
+_TITLE = re.compile(r"(?:^|\s)(?:Mr|Mrs|Ms|Mx|Dr|Prof|Rev|Hon|Sen|Rep|Gov|Gen|Col|Capt|Lt|Sgt|Messrs)\.$")
+"""A title before a name never ends a sentence ("Dr. Smith")."""
+_ABBREVIATION = re.compile(
+    r"(?:^|[\s(])(?:St|Ste|Ave|Blvd|Rd|Hwy|Apt|Bldg|Fl|Dept|Mt|Ft|No|Nos|Nr|Fig|Figs|Vol|Vols|Ch|Sec|Art|Ref|Ed|Eds"
+    r"|pp?|para|approx|ca|cf|vs|viz|al|etc|incl|est|Inc|Corp|Co|Ltd|LLC|Bros|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept"
+    r"|Oct|Nov|Dec|e\.g|i\.e)\.$")
+"""Abbreviations that end a sentence only when a capitalised word follows: "Ste. 305", "Fig. 3", "No. 5" go on."""
 
 
 @dataclass(frozen=True)
@@ -125,12 +132,30 @@ def _split(text: str) -> tuple[Span, ...]:
         block = text[block_start:block_end]
         with _lock:
             doc = nlp(block)
+        pieces: list[Span] = []
         for sent in doc.sents:
             for start, end in _cap(block, sent.start_char, sent.end_char):
                 span = _trim(text, block_start + start, block_start + end)
                 if span is not None:
-                    spans.append(span)
+                    pieces.append(span)
+        spans.extend(_rejoin_abbreviations(text, pieces))
     return tuple(spans)
+
+
+def _rejoin_abbreviations(text: str, pieces: list[Span]) -> list[Span]:
+    """The sentencizer ends a sentence at every "." before a digit or capital: undo it after abbreviations."""
+    out: list[Span] = []
+    for span in pieces:
+        if out:
+            prev = out[-1]
+            head = span.text[:1]
+            goes_on = bool(_TITLE.search(prev.text)) or (
+                bool(_ABBREVIATION.search(prev.text)) and (head.isdigit() or head.islower() or head in "(#"))
+            if goes_on and span.end - prev.start <= _MAX_SENTENCE_CHARS:
+                out[-1] = Span(prev.start, span.end, text[prev.start:span.end])
+                continue
+        out.append(span)
+    return out
 
 
 def _cap(block: str, start: int, end: int) -> list[tuple[int, int]]:

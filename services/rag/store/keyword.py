@@ -32,6 +32,8 @@ class ChunkTexts(Protocol):
 
 
 log = logging.getLogger("docuthinker.rag.keyword")
+FORMAT = 2
+"""What an index on disk was built from (2: chunk text plus its document's name and headings); another is rebuilt."""
 
 
 def tokenize(texts: list[str]) -> list[list[str]]:
@@ -69,6 +71,8 @@ class KeywordIndex:
             try:
                 gen_dir = tenant_dir / current.read_text().strip()
                 meta = json.loads((gen_dir / "chunks.json").read_text())
+                if meta.get("format", 1) != FORMAT:
+                    continue  # built from other texts: rebuilt on first use
                 retriever = bm25s.BM25.load(str(gen_dir), show_progress=False) if meta["chunk_ids"] else None
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("unreadable keyword index; it will be rebuilt",
@@ -86,7 +90,7 @@ class KeywordIndex:
         if built.retriever is not None:
             built.retriever.save(str(staging), show_progress=False)
         (staging / "chunks.json").write_text(
-            json.dumps({"generation": built.generation, "chunk_ids": list(built.chunk_ids)})
+            json.dumps({"format": FORMAT, "generation": built.generation, "chunk_ids": list(built.chunk_ids)})
         )
         shutil.rmtree(target, ignore_errors=True)
         os.replace(staging, target)

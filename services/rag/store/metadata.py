@@ -26,10 +26,12 @@ from services.rag.store import timecodes
 from services.rag.store.rows import (
     CHUNK_COLUMNS,
     DOC_COLUMNS,
+    KEYWORD_COLUMNS,
     READY,
     SCHEMA,
     UPDATABLE,
     chunk_from_row,
+    keyword_text,
     placeholders,
     record_from_row,
 )
@@ -266,11 +268,11 @@ class MetadataStore:
         with self._tx() as db:
             generation = _generation(db, tenant)
             rows = db.execute(
-                "SELECT c.chunk_id, c.text FROM chunks c JOIN documents d ON d.document_id = c.document_id "
+                f"SELECT {KEYWORD_COLUMNS} FROM chunks c JOIN documents d ON d.document_id = c.document_id "
                 "WHERE c.tenant=? AND d.status=? ORDER BY c.rowid",
                 (tenant, READY),
             ).fetchall()
-        return generation, [(r[0], r[1]) for r in rows]
+        return generation, [(r["chunk_id"], keyword_text(r)) for r in rows]
 
     def generation(self, tenant: str) -> int:
         with self._lock:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Section, vector_key
-from services.rag.store.rows import READY, UPDATABLE, chunk_from_row, record_from_row
+from services.rag.store.rows import KEYWORD_COLUMNS, READY, UPDATABLE, chunk_from_row, keyword_text, record_from_row
 from services.rag.store.timecodes import timed
 from services.storage.postgres import Postgres
 
@@ -237,10 +237,10 @@ class PostgresMetadataStore:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             generation = _generation(conn, tenant)
             rows = conn.execute(
-                f"SELECT c.chunk_id, c.text FROM {CHUNKS_READY} WHERE c.tenant=%s AND d.status=%s ORDER BY c.seq",
+                f"SELECT {KEYWORD_COLUMNS} FROM {CHUNKS_READY} WHERE c.tenant=%s AND d.status=%s ORDER BY c.seq",
                 (tenant, READY),
             ).fetchall()
-        return generation, [(r["chunk_id"], r["text"]) for r in rows]
+        return generation, [(r["chunk_id"], keyword_text(r)) for r in rows]
 
     def generation(self, tenant: str) -> int:
         with self._db.connection() as conn:

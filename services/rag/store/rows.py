@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+from collections.abc import Mapping
 
 from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Provenance
 
@@ -120,3 +122,19 @@ def chunk_from_row(row: sqlite3.Row) -> Chunk:
 
 def placeholders(n: int) -> str:
     return ",".join("?" * n)
+
+
+KEYWORD_COLUMNS = "c.chunk_id, c.text, c.filename, c.sheet_name, c.heading_path, d.title"
+"""What ``keyword_text`` reads of a chunk row joined with its document (both stores)."""
+_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def keyword_text(row: Mapping) -> str:
+    """A chunk's text for keyword search: its words, then its document's name, title, sheet and headings.
+
+    Users name the document they ask about ("who signed the memo", "the DPR paper"), and chunks deep in a
+    file rarely repeat its name or section headings; the vectors stay of the text alone.
+    """
+    stem = row["filename"].rsplit(".", 1)[0]
+    context = [" ".join(_NAME_WORDS.findall(stem)), row["title"], row["sheet_name"], *json.loads(row["heading_path"])]
+    return "\n".join([row["text"], *(c for c in context if c)])
