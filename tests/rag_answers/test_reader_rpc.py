@@ -165,3 +165,20 @@ async def test_a_possessive_the_evidence_never_relates_is_refused(rag):
     await rag.upload("makers-2", "quill.txt", ABOUT)
     answer = (await rag.query("makers-2", "What is the name of Prince Albrecht's daughter?")).answer
     assert answer.support_status == INSUFFICIENT
+
+
+LETTER = """June 2, 2024
+To the residents of Elm Street:
+The water main on Elm Street will be replaced between June 10 and June 14.
+Expect low pressure in the mornings.
+Kind regards,
+Teodora Vance
+"""
+
+
+async def test_who_signed_is_answered_by_the_name_under_the_sign_off(rag):
+    await rag.upload("letters", "water-notice-letter.txt", LETTER)
+    answer = (await rag.query("letters", "Who signed the letter?")).answer
+    assert answer.support_status == SUPPORTED
+    citation = answer.citations[0]
+    assert citation.short_answer == "Teodora Vance" and "Kind regards" in citation.excerpt

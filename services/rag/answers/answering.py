@@ -17,12 +17,14 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from services.providers.errors import NoProviderAvailable
+from services.rag.answers import structural
 from services.rag.answers.evidence import EvidenceRanker, pool_size
 from services.rag.answers.extractive import ExtractiveAnswerer
 from services.rag.answers.generative import GenerativeAnswerer
 from services.rag.questions import split_question
 from services.rag.answers.injection import assess_question
 from services.rag.answers.model import Citation, GroundedAnswer
+from services.rag.answers.typed_spans import acronyms_in
 from services.rag.retrieval import FusionMethod, HybridRetriever, RetrievedChunk
 from services.runtime import domain_metrics, tracing
 from services.runtime.errors import FieldViolation, InvalidArgument, NotFound
@@ -175,7 +177,11 @@ class AnswerService:
         """The ``top_k`` chunks for one question: a wider fused pool reordered by its sentences' evidence."""
         pool = await self.retriever.search(tenant, question, pool_size(top_k), document_ids or None)
         ranked = await asyncio.to_thread(self.evidence.rerank, question, pool)
-        return ranked[:top_k]
+        # An acronym's definition shares few words with the question: it is also searched for by the acronym alone.
+        acronyms = acronyms_in(question)
+        extra = (await self.retriever.search(tenant, " ".join(acronyms), pool_size(top_k), document_ids or None)
+                 if acronyms else [])
+        return structural.promote(question, ranked, extra)[:top_k]
 
     async def compose(self, question: str, retrieved: Sequence[RetrievedChunk]) -> GroundedAnswer:
         """The answer from given evidence: generative when a provider serves it, else extractive.

@@ -35,6 +35,7 @@ from services.rag.answers.attributes import attribute_of, label_strength
 from services.rag.answers.answer_types import NAMED, TYPE_WORDS, TYPED, AnswerType, classify
 from services.rag.answers.sentences import Span, split_sentences
 from services.rag.answers.spans import noun_terms, short_answer
+from services.rag.answers.structural import asks_signer, sign_off
 from services.rag.answers.tables import WIDE_COLUMNS, Table, lookup, tables_in
 from services.rag.answers.typed_spans import SETTLEMENTS, TypedSpan, acronym_expansion, acronyms_in, typed_spans
 from services.rag.retrieval import RetrievedChunk
@@ -172,6 +173,25 @@ def _made_by(question: str, sentence: str, short_start: int) -> bool:
     return bool(_ASKS_MAKER.search(question)) and bool(_MADE_BY.search(sentence[max(0, short_start - 60):short_start]))
 
 
+_SOURCE_REFERENCE = re.compile(
+    r",?\s*\b(?:in|from|of|according to|as described in)\s+(?:the|this|that)\s+((?:[\w.-]+\s+){0,3}?)"
+    r"(?:paper|document|report|article|essay|piece|spec|specification|memo|letter|book|handbook|manual|filing|"
+    r"transcript|notice|file|spreadsheet|workbook|presentation|deck|email|e-mail)\b", re.I)
+_SOURCE_WORDS = lexical.content_terms("paper document report article essay piece spec specification memo letter book "
+                                      "handbook manual filing transcript notice file spreadsheet workbook presentation "
+                                      "deck email e-mail")
+
+
+def source_reference(question: str) -> tuple[str, frozenset[str]]:
+    """(the question without the phrase naming its source, that phrase's own terms): "... in the DPR paper" asks
+    the document to be the DPR paper, not the answer's passage to say "DPR" or "paper"."""
+    match = _SOURCE_REFERENCE.search(question)
+    if match is None:
+        return question, frozenset()
+    rest = f"{question[:match.start()]}{question[match.end():]}"
+    return " ".join(rest.split()), lexical.content_terms(match.group(1)) - _SOURCE_WORDS
+
+
 def possessed_terms(question: str) -> frozenset[str]:
     """Content terms of what a possessive in the question names ("Prince Vasili's *daughter*")."""
     found = frozenset[str]()
@@ -211,9 +231,25 @@ class Reader:
 
     def read(self, question: str, ranked: Sequence, retrieved: Sequence[RetrievedChunk]) -> Reading | None:
         """The best reading of the evidence, or None when nothing of the asked-for kind is there."""
-        reading = self._read(question, ranked, retrieved)
-        if reading is None:
-            return None
+        readings = []
+        asked, reference = source_reference(question)
+        if reference:
+            # "In the DPR paper": the document must be that paper; the passage need not say so.
+            reading = self._read(asked, ranked, retrieved)
+            if reading is not None:
+                same = [h for h in retrieved if h.chunk.document_id == reading.hit.chunk.document_id]
+                document = frozenset().union(*(lexical.content_terms(f"{h.chunk.text} {_context(h)}") for h in same))
+                if _fuzzy(reference, document) == len(reference):
+                    readings.append(self._checked(asked, reading, retrieved))
+        if not any(r.supported for r in readings):
+            # Read as asked as well: the passage itself may name its source.
+            reading = self._read(question, ranked, retrieved)
+            if reading is not None:
+                readings.append(self._checked(question, reading, retrieved))
+        return next((r for r in readings if r.supported), readings[0] if readings else None)
+
+    def _checked(self, question: str, reading: Reading, retrieved: Sequence[RetrievedChunk]) -> Reading:
+        """The reading with what the question asks that it lacks: possessed nouns, terms no passage holds."""
         names, nouns = key_terms(question, reading.kind)
         # The class asked about ("which warehouse") need not be in the answer's sentence, but documents
         # that never use the word anywhere do not hold the answer.
@@ -243,6 +279,10 @@ class Reader:
             cell = self.table_cell(question, kind, retrieved)
             if cell is not None:
                 return cell
+        if asks_signer(question):
+            signed = self.signer(question, kind, retrieved)
+            if signed is not None:
+                return signed
         if kind is AnswerType.LIST:
             listed = self.list_items(question, ranked)
             if listed is not None:
@@ -283,6 +323,21 @@ class Reader:
                                 _context(hit), f"{text} {header}")
         return Reading(kind, hit, row, answer.cell.text, answer.cell.start, answer.cell.end, answer.row_label,
                        answer.column_header, coverage=cover, names_covered=names, from_table=True)
+
+    # -- sign-offs -------------------------------------------------------------------------------
+    def signer(self, question: str, kind: AnswerType, retrieved: Sequence[RetrievedChunk]) -> Reading | None:
+        """"Who signed the memo": the name under the first retrieved letter's sign-off (or its From: line)."""
+        for hit in retrieved[:READ_SENTENCES]:
+            text = hit.chunk.text
+            name = sign_off(text)
+            if name is None:
+                continue
+            # The sign-off and the name, as one cited unit ("Best Regards, / Mallori").
+            start = text.rfind("\n", 0, max(text.rfind("\n", 0, name.start), 0)) + 1
+            source = Span(start, name.end, text[start:name.end])
+            cover, names = coverage(question, kind, source.text, _context(hit), text)
+            return Reading(kind, hit, source, name.text, name.start, name.end, coverage=cover, names_covered=names)
+        return None
 
     # -- lists -----------------------------------------------------------------------------------
     def list_items(self, question: str, ranked: Sequence) -> Reading | None:
