@@ -7,6 +7,13 @@ background task retries due letters up to ``max_retries`` times (backoff doublin
 letter runs under the tenant that enqueued it: the handler gets it as a parameter, and the
 queue binds it as the request context too, so the handler's calls to peers carry it (a retry
 runs outside any RPC, an operator's replay inside the operator's).
+
+Several orchestrators share the queue on PostgreSQL, and each runs the retry loop: an attempt first
+claims its letter with one conditional UPDATE (``claimed_by``/``claim_until``, taken only when no live
+claim exists, and for a retry only while the letter is still due), so two orchestrators never run one
+letter's handler at once, whether they replay it, retry it, or both. The attempt's outcome is written
+only under the claim. A claim outlives an attempt by ``claim_s`` at most: an orchestrator that dies
+mid-attempt leaves the letter to the others after that.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from typing import Any
 from services.orchestrator.database import SqlDatabase
 from services.runtime import request_context
 from services.runtime.errors import FailedPrecondition, NotFound
+from services.storage.replica import replica_id
 
 log = logging.getLogger("docuthinker.orchestrator.dlq")
 
@@ -42,7 +50,9 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     retry_count INTEGER NOT NULL,
     state TEXT NOT NULL,
     created_at REAL NOT NULL,
-    next_retry_at REAL
+    next_retry_at REAL,
+    claimed_by TEXT,
+    claim_until REAL
 );
 CREATE INDEX IF NOT EXISTS dead_letters_due ON dead_letters (state, next_retry_at);
 """
@@ -76,14 +86,21 @@ class DeadLetterQueue:
         max_retries: int = 3,
         backoff_s: float = 30.0,
         clock: Callable[[], float] = time.time,
+        claim_s: float = 600.0,
+        owner: str | None = None,
     ) -> None:
         self._db = db
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self.claim_s = claim_s
+        """Longest an attempt holds its letter: a claim older than this is a dead orchestrator's."""
+        self.owner = owner or replica_id()
         self._clock = clock
         self._handlers: dict[str, Handler] = {}
-        self._in_flight: set[str] = set()
         db.script(_SCHEMA)
+        if db.embedded and "claimed_by" not in {r["name"] for r in db.query("PRAGMA table_info(dead_letters)")}:
+            db.execute("ALTER TABLE dead_letters ADD COLUMN claimed_by TEXT")  # a database from before claims
+            db.execute("ALTER TABLE dead_letters ADD COLUMN claim_until REAL")
 
     def register(self, operation: str, handler: Handler) -> None:
         self._handlers[operation] = handler
@@ -145,9 +162,11 @@ class DeadLetterQueue:
     async def replay(self, letter_id: str, tenant: str | None = None) -> tuple[DeadLetter, bool]:
         """Runs a letter now, whatever its retry schedule; returns it updated and whether it succeeded."""
         letter = self.get(letter_id, tenant)
-        if letter.state == REPLAYED:
+        if letter.state != REPLAYED and self._claim(letter.id, manual=True):
+            return await self._attempt(self.get(letter_id), manual=True)
+        if self.get(letter_id, tenant).state == REPLAYED:
             raise FailedPrecondition(f"dead letter {letter_id} was already replayed", reason="ALREADY_REPLAYED")
-        return await self._attempt(letter, manual=True)
+        raise FailedPrecondition(f"dead letter {letter_id} is being retried right now", reason="RETRY_IN_FLIGHT")
 
     async def retry_due(self) -> int:
         """Retries every letter whose backoff has elapsed; returns how many were attempted."""
@@ -157,9 +176,9 @@ class DeadLetterQueue:
         )
         attempted = 0
         for row in rows:
-            if row["id"] in self._in_flight:
-                continue
-            await self._attempt(_from_row(row), manual=False)
+            if not self._claim(row["id"], manual=False):
+                continue  # another orchestrator (or a replay) has it
+            await self._attempt(self.get(row["id"]), manual=False)  # as it is now, under the claim
             attempted += 1
         return attempted
 
@@ -172,10 +191,19 @@ class DeadLetterQueue:
                 log.exception("dead-letter retry pass failed")
             await asyncio.sleep(poll_s)
 
+    def _claim(self, letter_id: str, *, manual: bool) -> bool:
+        """Takes the letter for one attempt unless a live claim exists (a retry: only while it is still due)."""
+        now = self._clock()
+        due = "state <> ?" if manual else "state = ? AND next_retry_at <= ?"
+        params = [REPLAYED] if manual else [RETRYING, now]
+        return self._db.execute(
+            f"UPDATE dead_letters SET claimed_by = ?, claim_until = ? WHERE id = ? AND {due} "  # noqa: S608
+            "AND (claim_until IS NULL OR claim_until < ?)",
+            (self.owner, now + self.claim_s, letter_id, *params, now),
+        ) == 1
+
     async def _attempt(self, letter: DeadLetter, *, manual: bool) -> tuple[DeadLetter, bool]:
-        if letter.id in self._in_flight:
-            raise FailedPrecondition(f"dead letter {letter.id} is being retried right now", reason="RETRY_IN_FLIGHT")
-        self._in_flight.add(letter.id)
+        """Runs a claimed letter's handler; its outcome ends the claim."""
         token = request_context.bind(
             request_context.RequestContext(request_id=f"dlq-{letter.id}", tenant=letter.tenant)
         )
@@ -188,9 +216,8 @@ class DeadLetterQueue:
             return self._failed(letter, f"{type(exc).__name__}: {exc}", manual), False
         finally:
             request_context.unbind(token)
-            self._in_flight.discard(letter.id)
         self._db.execute(
-            "UPDATE dead_letters SET state = ?, next_retry_at = NULL WHERE id = ?", (REPLAYED, letter.id)
+            f"UPDATE dead_letters SET state = ?, next_retry_at = NULL, {_UNCLAIM}", (REPLAYED, letter.id, self.owner)
         )
         log.info("dead letter replayed", extra={"fields": {"id": letter.id, "manual": manual}})
         return self.get(letter.id), True
@@ -198,7 +225,7 @@ class DeadLetterQueue:
     def _failed(self, letter: DeadLetter, error: str, manual: bool) -> DeadLetter:
         if manual:
             # An operator's replay does not use up the automatic retries.
-            self._db.execute("UPDATE dead_letters SET last_error = ? WHERE id = ?", (error, letter.id))
+            self._db.execute(f"UPDATE dead_letters SET last_error = ?, {_UNCLAIM}", (error, letter.id, self.owner))
             return self.get(letter.id)
         retries = letter.retry_count + 1
         if retries >= self.max_retries:
@@ -206,10 +233,14 @@ class DeadLetterQueue:
         else:
             state, next_at = RETRYING, self._clock() + self.backoff_s * (2**retries)
         self._db.execute(
-            "UPDATE dead_letters SET last_error = ?, retry_count = ?, state = ?, next_retry_at = ? WHERE id = ?",
-            (error, retries, state, next_at, letter.id),
+            f"UPDATE dead_letters SET last_error = ?, retry_count = ?, state = ?, next_retry_at = ?, {_UNCLAIM}",
+            (error, retries, state, next_at, letter.id, self.owner),
         )
         return self.get(letter.id)
+
+
+_UNCLAIM = "claimed_by = NULL, claim_until = NULL WHERE id = ? AND claimed_by = ?"
+"""Ends this orchestrator's claim (parameters: the letter, this owner): an outcome is written only under it."""
 
 
 def _from_row(row) -> DeadLetter:

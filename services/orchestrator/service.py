@@ -86,7 +86,8 @@ def binding(
     peers = Peers.guarded(NlpClient(channels), RagClient(channels), GraphClient(channels), breakers)
     summarize = conversation_summarizer(llm, peers.nlp)
     tokens = TokenBudget(prices)
-    dlq = DeadLetterQueue(db, max_retries=config.dlq_max_retries, backoff_s=config.dlq_backoff_s)
+    dlq = DeadLetterQueue(db, max_retries=config.dlq_max_retries, backoff_s=config.dlq_backoff_s,
+                          claim_s=config.dlq_claim_s)
     register_metrics(breakers, dlq, costs)
     insights = InsightStore(db)
     conversations = ConversationStore(

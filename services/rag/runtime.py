@@ -65,6 +65,7 @@ def pipeline_config(settings: RagSettings, max_upload_bytes: int,
         embed_progress_every=settings.embed_progress_every,
         max_tenant_chunks=settings.max_tenant_chunks,
         audio=audio,
+        lease_s=settings.ingest_lease_s,
     )
 
 
@@ -95,10 +96,11 @@ class RagRuntime:
         root = pathlib.Path(data_dir) / "rag"
         if storage.postgres:
             metadata, blobs, vectors, keyword, index = open_postgres_stores(
-                root, storage, embedder.name, embedder.dimension)
+                root, storage, embedder.name, embedder.dimension, settings.ingest_lease_s)
             loaded, orphans = 0, 0  # nothing to rebuild: searches read the database
         else:
-            metadata = MetadataStore(metadata_path(data_dir))
+            metadata = MetadataStore(metadata_path(data_dir), lease_s=settings.ingest_lease_s)
+            metadata.release_all_leases()  # this process owns the file: a lease in it is a dead process's
             blobs = BlobStore(root / "originals")
             vectors, stale = open_vectors(root, settings, embedder)
             loaded, orphans = vectors.rebuild(metadata.known_chunk_ids())
@@ -129,7 +131,8 @@ class RagRuntime:
         await asyncio.to_thread(self.metadata.close)
 
 
-def open_postgres_stores(root: pathlib.Path, storage: StorageSettings, model_name: str, dimension: int):
+def open_postgres_stores(root: pathlib.Path, storage: StorageSettings, model_name: str, dimension: int,
+                         lease_s: float = 30.0):
     """The same ports on the shared database (migrated on open); BM25 caches, if chosen, stay per replica."""
     from services.rag.store.pg_blobs import PostgresBlobStore
     from services.rag.store.pg_index import Bm25Keywords, FullTextKeywords, PostgresChunkIndex, PostgresVectors
@@ -137,7 +140,7 @@ def open_postgres_stores(root: pathlib.Path, storage: StorageSettings, model_nam
     from services.storage.postgres import shared
 
     db = shared(storage.dsn(), storage.postgres_pool_size)
-    metadata = PostgresMetadataStore(db)
+    metadata = PostgresMetadataStore(db, lease_s=lease_s)
     blobs = BlobStore(root / "originals") if storage.postgres_blobs == "filesystem" else PostgresBlobStore(db)
     vectors = PostgresVectors(db, model_name, dimension, storage.postgres_hnsw_ef_search)
     keyword: Bm25Keywords | FullTextKeywords

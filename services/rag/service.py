@@ -117,7 +117,8 @@ class RagService:
             self.settings.max_upload_bytes, pipeline=runtime.pipeline, catalog=runtime.catalog,
             answers=answers, agents=agents, spoken=spoken, inputs=inputs, crew=crew, analysis=analysis)
         self.resume_task = asyncio.get_running_loop().create_task(
-            runtime.pipeline.resume_unfinished(enabled=self.rag.resume_on_startup)
+            runtime.pipeline.sweep_forever(self.rag.sweep_interval_s, enabled=self.rag.resume_on_startup),
+            name="ingest-sweep",
         )
         if self.graph is not None:
             await self.graph.start(runtime.metadata, runtime.pipeline.locks)

@@ -81,7 +81,18 @@ class RagSettings(BaseSettings):
     keyword_refresh_delay_s: float = Field(default=1.0, ge=0)
     """Quiet period after a change before the tenant's BM25 index is rebuilt in the background."""
     resume_on_startup: bool = True
-    """Resume documents left mid-ingestion by a crash (else mark them failed)."""
+    """Resume documents left mid-ingestion by a crash, a shutdown or a dead replica (else mark them failed)."""
+    ingest_lease_s: float = Field(default=30.0, gt=0)
+    """How long a replica's claim on a document it is ingesting lasts unrenewed (it renews it every third of
+    this while it works). With ``postgres``, a document whose replica died is taken over by another replica
+    once its lease has run out."""
+    ingest_sweep_interval_s: float = Field(default=0.0, ge=0)
+    """Seconds between two sweeps of a replica for unfinished documents nobody holds a lease on (resumed from
+    their stored bytes). 0: half of ``DOCUTHINKER_RAG_INGEST_LEASE_S``."""
+
+    @property
+    def sweep_interval_s(self) -> float:
+        return self.ingest_sweep_interval_s or self.ingest_lease_s / 2
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> RagSettings:

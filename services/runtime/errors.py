@@ -100,6 +100,10 @@ class FailedPrecondition(_Kind, status=grpc.StatusCode.FAILED_PRECONDITION):
     """The system is not in a state to serve this request (e.g. no provider configured)."""
 
 
+class Aborted(_Kind, status=grpc.StatusCode.ABORTED):
+    """A concurrent actor changed the resource first (e.g. another replica took over the work)."""
+
+
 class Unauthenticated(_Kind, status=grpc.StatusCode.UNAUTHENTICATED):
     """The caller did not prove who it is (no or a wrong credential)."""
 

@@ -2,8 +2,10 @@
 
 A document uploaded through one rag replica is searched and answered through the other; one rag replica is
 killed with SIGKILL in the middle of a bounded load of searches and uploads through the gateway, and no
-idempotent call fails for the client (Envoy retries it on the other replica); afterwards every upload is READY
-exactly once. Costs, the budget and dead letters written by one orchestrator are seen by the other.
+idempotent call fails for the client (Envoy retries it on the other replica); the large upload it was ingesting
+is taken over by the other replica once its lease runs out (nobody sends it again), and afterwards every upload
+is READY exactly once, with the right chunk count. A replica starting while another ingests leaves that
+ingestion alone. Costs, the budget and dead letters written by one orchestrator are seen by the other.
 
 Real processes, real Envoy, a real PostgreSQL with pgvector (PyPI pgserver, through the pg backend's local server).
 """
@@ -41,6 +43,7 @@ DAILY_BUDGET_USD = 0.0008
 LOAD_SEARCHES = 40
 LOAD_UPLOADS = 8
 KILL_AFTER = 10  # completed load calls before the SIGKILL
+LEASE_S = 8  # the ingestion lease (renewed every third of it): a dead replica's document is taken over after it
 
 
 class Vendor:
@@ -94,6 +97,7 @@ def replicated(tmp_path_factory, postgres_dsn):
         "DOCUTHINKER_TASK_PROVIDERS": "chat=openai,local",
         "DOCUTHINKER_DAILY_BUDGET_USD": str(DAILY_BUDGET_USD),
         "DOCUTHINKER_DLQ_BACKOFF_S": "600",
+        "DOCUTHINKER_RAG_INGEST_LEASE_S": str(LEASE_S),
     }
     with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True, replicas=REPLICAS,
               extra_env=env, startup_timeout_s=400) as mesh:
@@ -161,14 +165,46 @@ def _upload_texts() -> dict[str, str]:
             for n in range(LOAD_UPLOADS)}
 
 
-def _big_text() -> str:
+def _big_text(paragraphs: int = 1500, subject: str = "Orrin canal survey", marker: str = "zyxbigqv") -> str:
     """Large enough (hundreds of chunks) that its ingestion is still running when the replica is killed."""
-    return "\n\n".join(f"Folio {n} of the Orrin canal survey. The surveyor measured the depth of reach {n} at "
+    return "\n\n".join(f"Folio {n} of the {subject}. The surveyor measured the depth of reach {n} at "
                          f"{n % 9 + 1} feet and noted {n % 5} barges moored at the wharf of mile {n}."
-                         for n in range(1500)) + "\n\nMarker word zyxbigqv."
+                         for n in range(paragraphs)) + f"\n\nMarker word {marker}."
 
 
-def test_a_rag_replica_killed_under_load_costs_no_idempotent_call_and_no_upload(replicated):
+def _expected_chunks(text: str) -> int:
+    """The chunks the pipeline makes of this text with the replicas' settings (the defaults), by its own code."""
+    from services.rag.ingest.chunking import chunk_sections
+    from services.rag.ingest.formats import FileType
+    from services.rag.ingest.parsers import parse
+    from services.rag.runtime import pipeline_config
+    from services.rag.settings import RagSettings
+
+    config = pipeline_config(RagSettings(), 25 * 1024 * 1024)
+    return len(chunk_sections(parse(text.encode(), FileType.TEXT, config.limits).sections, config.chunker))
+
+
+def _stored(postgres_dsn: str, document_id: str) -> dict[str, object]:
+    """What the shared database holds of one document: chunk rows, vectors, and who holds its lease."""
+    import psycopg
+
+    with psycopg.connect(postgres_dsn) as conn:
+        chunks = conn.execute("SELECT count(*) FROM rag_chunks WHERE tenant=%s AND document_id=%s",
+                              (TENANT, document_id)).fetchone()[0]
+        vectors = conn.execute("SELECT count(*) FROM rag_vectors WHERE tenant=%s AND document_id=%s",
+                               (TENANT, document_id)).fetchone()[0]
+        holder = conn.execute("SELECT claimed_by FROM rag_documents WHERE tenant=%s AND document_id=%s",
+                              (TENANT, document_id)).fetchone()[0]
+    return {"chunks": chunks, "vectors": vectors, "holder": holder}
+
+
+def _logged(mesh, replica: str, *needles: str) -> int:
+    """Lines of a replica's log that contain every needle."""
+    text = (mesh.log_dir / f"{replica}.log").read_text(errors="replace")
+    return sum(1 for line in text.splitlines() if all(n in line for n in needles))
+
+
+def test_a_rag_replica_killed_under_load_costs_no_idempotent_call_and_no_upload(replicated, postgres_dsn):
     gateway = replicated.http(timeout=300, headers={"x-tenant-id": TENANT})
     uploads = {**_upload_texts(), "folio.txt": _big_text()}
     survivor = _rag(replicated, "rag")
@@ -223,12 +259,16 @@ def test_a_rag_replica_killed_under_load_costs_no_idempotent_call_and_no_upload(
     retries = _retry_stats(replicated)
     assert failures["search"] == [], (failures["search"], retries)
     # An upload is not idempotent for the transport: the one on the killed replica failed for its client, as did
-    # any the gateway had sent there. The client sends the same bytes again, which is safe (content hash: the same
-    # document id); the surviving replica finishes the ingestion, and nothing is indexed twice.
+    # any the gateway had sent there. The large one is not sent again: once the dead replica's lease on it runs out,
+    # the survivor's sweep takes it over and finishes it from the stored bytes. The others' clients send the same
+    # bytes again, which is safe (content hash: the same document id), and nothing is indexed twice.
     with pytest.raises(grpc.RpcError) as lost:
         in_flight.result()
     assert lost.value.code() == grpc.StatusCode.UNAVAILABLE
-    for name in ["folio.txt", *failures["upload_first_try"]]:
+    taken_over = _wait_settled(gateway, folio_id)
+    assert taken_over["status"] == "DOCUMENT_STATUS_READY", taken_over
+    assert _logged(replicated, "rag", "resuming interrupted ingestion", folio_id) == 1
+    for name in failures["upload_first_try"]:
         retry = upload(name)
         assert retry.status_code == 200, retry.text
     listed = gateway.get("/v1/documents", params={"page_size": 100}).json()["documents"]
@@ -241,13 +281,43 @@ def test_a_rag_replica_killed_under_load_costs_no_idempotent_call_and_no_upload(
         hits = gateway.post("/v1/search", json={"query": marker, "top_k": 10}).json()["results"]
         owners = {h["provenance"]["document_id"] for h in hits if marker in h["text"]}
         assert owners == {current["document_id"]}, (marker, owners)
-    folio = next(d for d in listed if d["filename"] == "folio.txt")
-    chunks = gateway.get(f"/v1/documents/{folio['document_id']}").json()["document"]["chunk_count"]
+    chunks = gateway.get(f"/v1/documents/{folio_id}").json()["document"]["chunk_count"]
+    assert chunks == _expected_chunks(uploads["folio.txt"]) > 100
+    assert _stored(postgres_dsn, folio_id) == {"chunks": chunks, "vectors": chunks, "holder": None}
     print(f"\nreplica load: {LOAD_SEARCHES} searches, 0 failed; {LOAD_UPLOADS} uploads, "
           f"{len(failures['upload_first_try'])} retried by the client after the kill; the upload killed mid-ingestion"
-          f" (status {dpb.DocumentStatus.Name(killed['folio_status'])}) re-sent and READY once ({chunks} chunks); "
-          f"Envoy's rag retries: {retries}")
+          f" (status {dpb.DocumentStatus.Name(killed['folio_status'])}) taken over by the survivor and READY once "
+          f"({chunks} chunks); Envoy's rag retries: {retries}")
     replicated.start_service("rag-2")
+
+
+def test_a_starting_replica_leaves_an_ingestion_a_live_replica_holds_alone(replicated, postgres_dsn):
+    replicated.stop_service("rag-2")
+    text = _big_text(6000, "Vellmar dyke register", "zyxdykeqv")
+    live = replicated.pids()["rag"]
+    ingesting = ThreadPoolExecutor(max_workers=1).submit(_ingest, _rag(replicated, "rag"), "dyke.txt", text)
+    survivor = _rag(replicated, "rag")
+    deadline = time.monotonic() + 300
+    while not (started := [d for d in survivor.ListDocuments(rpb.ListDocumentsRequest(page_size=100), metadata=METADATA,
+                                                             timeout=30).documents if d.filename == "dyke.txt"]):
+        assert time.monotonic() < deadline and not ingesting.done(), "the large upload never showed up in progress"
+        time.sleep(0.1)
+    document_id = started[0].document_id
+    replicated.start_service("rag-2")  # its first sweep runs as it starts; more follow every LEASE_S / 2
+    status = survivor.GetDocument(rpb.GetDocumentRequest(document_id=document_id), metadata=METADATA, timeout=30)
+    assert status.document.status not in (dpb.DOCUMENT_STATUS_READY, dpb.DOCUMENT_STATUS_FAILED), (
+        "the ingestion finished before the other replica started: the test proves nothing (use a larger document)")
+    holders = set()
+    while not ingesting.done():
+        holders.add(_stored(postgres_dsn, document_id)["holder"])
+        time.sleep(0.5)
+    document = ingesting.result()
+    assert document.status == dpb.DOCUMENT_STATUS_READY and document.chunk_count == _expected_chunks(text)
+    assert {h.split(":")[1] for h in holders if h} == {str(live)}, holders  # only the live replica ever held it
+    assert _logged(replicated, "rag-2", "resuming interrupted ingestion", document_id) == 0
+    assert _logged(replicated, "rag", "document ingested", document_id) == 1
+    assert _stored(postgres_dsn, document_id) == {"chunks": document.chunk_count, "vectors": document.chunk_count,
+                                                  "holder": None}
 
 
 def _retry_stats(mesh) -> dict[str, int]:

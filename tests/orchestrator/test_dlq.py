@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from services.orchestrator.dlq import PARKED, REPLAYED, RETRYING, DeadLetterQueue
@@ -122,3 +124,83 @@ async def test_an_operators_replay_runs_under_the_letters_tenant_not_the_operato
     finally:
         request_context.unbind(token)
     assert ok and handler.calls == [({}, "acme")] and handler.propagated == ["acme"]
+
+
+class Blocking:
+    """A handler that holds every call until released, counting the calls (an attempt still running)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def __call__(self, payload, tenant):
+        self.calls += 1
+        self.entered.set()
+        await self.release.wait()
+        return {"ok": True}
+
+
+def _orchestrators(open_db, clock, handler, **options) -> list[DeadLetterQueue]:
+    """Two orchestrators' queues on one database (two connections to it), each with the handler registered."""
+    queues = [DeadLetterQueue(open_db(), clock=clock, owner=f"orchestrator-{n}", **options) for n in (1, 2)]
+    for dlq in queues:
+        dlq.register("op", handler)
+    return queues
+
+
+async def test_two_orchestrators_replaying_one_letter_run_its_handler_once(open_db, clock):
+    handler = Blocking()
+    first, second = _orchestrators(open_db, clock, handler, max_retries=0)
+    letter = first.enqueue("op", {}, "boom", tenant="acme")
+    running = asyncio.create_task(first.replay(letter.id))
+    await asyncio.wait_for(handler.entered.wait(), 10)
+    with pytest.raises(FailedPrecondition) as busy:
+        await second.replay(letter.id)
+    assert busy.value.reason == "RETRY_IN_FLIGHT"
+    handler.release.set()
+    replayed, ok = await running
+    assert ok and replayed.state == REPLAYED
+    with pytest.raises(FailedPrecondition) as again:
+        await second.replay(letter.id)
+    assert again.value.reason == "ALREADY_REPLAYED"
+    assert handler.calls == 1
+
+
+async def test_replays_started_together_on_two_orchestrators_run_the_handler_once(open_db, clock):
+    handler = Blocking()
+    handler.release.set()
+    first, second = _orchestrators(open_db, clock, handler, max_retries=0)
+    letter = first.enqueue("op", {}, "boom", tenant="acme")
+    outcomes = await asyncio.gather(first.replay(letter.id), second.replay(letter.id), return_exceptions=True)
+    assert handler.calls == 1
+    assert sorted(type(o).__name__ for o in outcomes) == ["FailedPrecondition", "tuple"]
+
+
+async def test_two_orchestrators_retry_loops_take_a_due_letter_once(open_db, clock):
+    handler = Blocking()
+    first, second = _orchestrators(open_db, clock, handler, max_retries=3, backoff_s=10)
+    letter = first.enqueue("op", {}, "boom", tenant="acme")
+    clock.advance(10)
+    retrying = asyncio.create_task(first.retry_due())
+    await asyncio.wait_for(handler.entered.wait(), 10)
+    assert await second.retry_due() == 0  # due, but the first orchestrator holds it
+    with pytest.raises(FailedPrecondition):
+        await second.replay(letter.id)  # nor can an operator's replay run it meanwhile
+    handler.release.set()
+    assert await retrying == 1
+    assert second.get(letter.id).state == REPLAYED and handler.calls == 1
+    assert await second.retry_due() == 0
+
+
+async def test_a_dead_orchestrators_claim_runs_out(open_db, clock):
+    handler = Blocking()
+    handler.release.set()
+    first, second = _orchestrators(open_db, clock, handler, max_retries=0, claim_s=60)
+    letter = first.enqueue("op", {}, "boom", tenant="acme")
+    assert first._claim(letter.id, manual=True)  # the orchestrator dies holding it
+    with pytest.raises(FailedPrecondition):
+        await second.replay(letter.id)
+    clock.advance(61)
+    _, ok = await second.replay(letter.id)
+    assert ok and handler.calls == 1

@@ -13,21 +13,15 @@ each intent takes effect exactly once in the graph and is completed once.
 
 from __future__ import annotations
 
-import os
-import socket
 import time
-import uuid
 
 from services.rag.documents import DocumentStatus, GraphSyncState
 from services.rag.graph_sync.outbox import COLUMNS, MAX_ERROR_CHARS, Operation, OutboxEntry, entry_from_row
 from services.runtime import tracing
 from services.storage.postgres import Postgres
+from services.storage.replica import replica_id
 
 _MINE = "tenant=%s AND document_id=%s AND sequence=%s AND claimed_by=%s"
-
-
-def worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class PostgresGraphOutbox:
@@ -36,7 +30,7 @@ class PostgresGraphOutbox:
     def __init__(self, db: Postgres, lease_s: float = 300.0, owner: str | None = None) -> None:
         self._db = db
         self.lease_s = lease_s
-        self.owner = owner or worker_id()
+        self.owner = owner or replica_id()
 
     def close(self) -> None:
         """The pool is the process's, shared with the other stores: left open."""

@@ -11,24 +11,27 @@ Guarantees:
 - bad input leaves nothing stored (record and original bytes are removed);
 - a failure while embedding or indexing removes what was written and marks the document
   FAILED (its bytes are kept, so ``ReindexDocument`` can retry);
-- a shutdown or crash mid-way leaves a non-terminal status, resumed at the next start.
+- a shutdown or crash mid-way leaves a non-terminal status, resumed by a sweep.
+
+Replicas on one database (``store.leases``, ``ingest.takeover``): the replica ingesting a document
+holds its lease and renews it while it works; only the holder writes its status or publishes it.
+Every replica sweeps for unfinished documents nobody holds (a shutdown let go of them, or their
+replica died and the lease ran out) and resumes them from the stored bytes, one at a time. An upload
+of bytes another replica is ingesting waits for that ingestion and reports its outcome.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import functools
 import hashlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
 from services.rag.documents import (
-    Chunk,
     DocumentRecord,
     DocumentStatus,
     GraphSyncState,
@@ -37,41 +40,24 @@ from services.rag.documents import (
     IngestProgress,
     IngestStage,
     ParsedDocument,
-    Provenance,
-    chunk_id_for,
     document_id_for,
 )
 from services.rag.graph_sync.port import GraphSync
-from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
 from services.rag.ingest.embedding import TextEmbedder, embed_in_groups
-from services.rag.ingest.formats import FileType, Upload, corrupt, validate_upload
+from services.rag.ingest.formats import Upload, validate_upload
 from services.rag.ingest.jobs import IngestJob, StageTimer
-from services.rag.ingest.ocr import OcrProgress, PageReader
-from services.rag.ingest.parsers import AudioReader, ParseLimits, parse
-from services.rag.ingest.parsers.limits import too_large
-from services.rag.ingest.timecodes import time_range, touched
+from services.rag.ingest.preparation import PipelineConfig, chunk_document, parse_document
+from services.rag.ingest.progress import OcrEvents
+from services.rag.ingest.takeover import HeldLease
 from services.rag.locks import KeyedLocks
 from services.rag.store import BlobStore, ChunkIndex
+from services.rag.store.leases import LeaseLost
 from services.runtime import domain_metrics
-from services.runtime.errors import DomainError, FailedPrecondition, NotFound, ResourceExhausted, Unavailable
-from services.speech.transcriber import Lane
+from services.runtime.errors import Aborted, DomainError, FailedPrecondition, NotFound, Unavailable
+
+__all__ = ["IngestionPipeline", "PipelineConfig"]
 
 log = logging.getLogger("docuthinker.rag.ingest")
-
-
-@dataclass(frozen=True)
-class PipelineConfig:
-    max_upload_bytes: int = 25 * 1024 * 1024
-    chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
-    limits: ParseLimits = field(default_factory=ParseLimits)
-    ocr: PageReader | None = None
-    """Reads scanned PDF pages and page images; None: such documents are refused."""
-    audio: AudioReader | None = None
-    """Transcribes audio and video documents; None: they are refused."""
-    embed_batch_size: int = 32
-    embed_progress_every: int = 128
-    max_tenant_chunks: int = 0
-    """Chunks one tenant may hold over all its documents (0: no quota)."""
 
 
 class IngestionPipeline:
@@ -129,9 +115,14 @@ class IngestionPipeline:
         return outcome.document
 
     async def resume_unfinished(self, enabled: bool = True) -> int:
-        """Restarts documents left in a non-terminal status by a crash (or marks them failed)."""
-        stuck = await asyncio.to_thread(self._metadata.unfinished_documents)
-        for record in stuck:
+        """One sweep: claims unfinished documents nobody holds a live lease on, one at a time, and resumes
+        each (or marks it failed when ``enabled`` is off); returns how many it took."""
+        seen: set[str] = set()
+        while (record := await asyncio.to_thread(self._metadata.claim_unfinished)) is not None:
+            if record.document_id in seen:  # left unfinished again by this pass (a failure it could not mark)
+                await asyncio.to_thread(self._metadata.release_lease, record.tenant, record.document_id)
+                break
+            seen.add(record.document_id)
             job = IngestJob()
             self._spawn(self._run_resume(record, job, enabled), job)
             try:
@@ -140,10 +131,20 @@ class IngestionPipeline:
             except Exception as exc:  # noqa: BLE001 - one document's failure must not strand the others
                 log.warning("resumed ingestion failed", extra={"fields": {
                     "document_id": record.document_id, "error": str(exc) or type(exc).__name__}})
-        return len(stuck)
+        return len(seen)
+
+    async def sweep_forever(self, interval_s: float, enabled: bool = True) -> None:
+        """Sweeps at once (documents a crash or a shutdown left), then every ``interval_s`` (documents whose
+        replica died since); runs until cancelled."""
+        while True:
+            try:
+                await self.resume_unfinished(enabled)
+            except Exception:  # noqa: BLE001 - the next sweep tries again
+                log.exception("ingestion sweep failed")
+            await asyncio.sleep(interval_s)
 
     async def close(self) -> None:
-        """Cancels running jobs; their documents keep a non-terminal status and resume at next start."""
+        """Cancels running jobs; their documents keep a non-terminal status, let go for the next sweep."""
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -153,8 +154,8 @@ class IngestionPipeline:
             try:
                 await coro
             except asyncio.CancelledError:
-                job.fail(Unavailable("ingestion was interrupted by a shutdown; it resumes on restart",
-                                     reason="INGEST_INTERRUPTED"))
+                job.fail(Unavailable("ingestion was interrupted by a shutdown; another replica or the next start "
+                                     "resumes it", reason="INGEST_INTERRUPTED"))
                 raise
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer
                 job.fail(exc)
@@ -172,22 +173,31 @@ class IngestionPipeline:
         sha = hashlib.sha256(upload.data).hexdigest()
         document_id = document_id_for(tenant, sha)
         async with self.locks.hold(document_id):
-            existing = await asyncio.to_thread(self._metadata.get_document, tenant, document_id)
-            if existing is not None and existing.status is DocumentStatus.READY:
-                domain_metrics.DOCUMENTS_INGESTED.labels("duplicate", existing.file_type).inc()
-                job.emit(IngestOutcome(existing, duplicate=True))
-                return
-            now = time.time()
-            record = DocumentRecord(
-                document_id=document_id, tenant=tenant, filename=upload.filename,
-                file_type=upload.file_type.value, content_type=upload.content_type, content_sha256=sha,
-                size_bytes=len(upload.data), status=DocumentStatus.PENDING,
-                create_time=existing.create_time if existing else now, update_time=now,
-                graph_sync=self._initial_graph_state(),
-            )
-            await asyncio.to_thread(self._metadata.upsert_document, record)
-            await asyncio.to_thread(self._blobs.put, tenant, sha, upload.data)
-            await self._ingest(record, upload.data, job, forget_on_bad_input=True)
+            while True:
+                existing = await asyncio.to_thread(self._metadata.get_document, tenant, document_id)
+                if existing is not None and existing.status is DocumentStatus.READY:
+                    domain_metrics.DOCUMENTS_INGESTED.labels("duplicate", existing.file_type).inc()
+                    job.emit(IngestOutcome(existing, duplicate=True))
+                    return
+                now = time.time()
+                record = DocumentRecord(
+                    document_id=document_id, tenant=tenant, filename=upload.filename,
+                    file_type=upload.file_type.value, content_type=upload.content_type, content_sha256=sha,
+                    size_bytes=len(upload.data), status=DocumentStatus.PENDING,
+                    create_time=existing.create_time if existing else now, update_time=now,
+                    graph_sync=self._initial_graph_state(),
+                )
+                if await asyncio.to_thread(self._metadata.upsert_document, record):
+                    break
+                # Another replica is ingesting the same bytes: wait until it is done (or its lease runs out).
+                await asyncio.sleep(self._config.poll_s)
+            try:
+                async with HeldLease(self._metadata, tenant, document_id, self._config.heartbeat_s) as lease:
+                    await asyncio.to_thread(self._blobs.put, tenant, sha, upload.data)
+                    await self._ingest(record, upload.data, job, lease, forget_on_bad_input=True)
+            except LeaseLost:
+                # This replica stalled past its lease and another one took the document over: its outcome is ours.
+                job.emit(IngestOutcome(await self._follow(record)))
 
     async def _run_reindex(self, tenant: str, document_id: str, job: IngestJob) -> None:
         async with self.locks.hold(document_id):
@@ -195,16 +205,26 @@ class IngestionPipeline:
             if record is None:
                 raise NotFound(f"document {document_id} not found", reason="DOCUMENT_NOT_FOUND",
                                metadata={"document_id": document_id})
-            data = await asyncio.to_thread(self._blobs.get, tenant, record.content_sha256)
-            if data is None:
-                raise FailedPrecondition(
-                    f"the original bytes of document {document_id} are missing; upload it again",
-                    reason="ORIGINAL_MISSING", metadata={"document_id": document_id},
-                )
-            await self._ingest(record, data, job, forget_on_bad_input=False)
+            if not await asyncio.to_thread(self._metadata.claim_document, tenant, document_id):
+                raise Aborted(f"document {document_id} is being ingested by another replica; try again when it "
+                              "is done", reason="INGEST_IN_PROGRESS", metadata={"document_id": document_id})
+            async with HeldLease(self._metadata, tenant, document_id, self._config.heartbeat_s) as lease:
+                data = await asyncio.to_thread(self._blobs.get, tenant, record.content_sha256)
+                if data is None:
+                    raise FailedPrecondition(
+                        f"the original bytes of document {document_id} are missing; upload it again",
+                        reason="ORIGINAL_MISSING", metadata={"document_id": document_id},
+                    )
+                await self._ingest(record, data, job, lease, forget_on_bad_input=False)
 
-    async def _run_resume(self, record: DocumentRecord, job: IngestJob, enabled: bool) -> None:
-        async with self.locks.hold(record.document_id):
+    async def _run_resume(self, claimed: DocumentRecord, job: IngestJob, enabled: bool) -> None:
+        """Resumes a document the sweep claimed."""
+        async with self.locks.hold(claimed.document_id), HeldLease(
+                self._metadata, claimed.tenant, claimed.document_id, self._config.heartbeat_s) as lease:
+            # Re-read under the lock: an upload of this replica may have finished it meanwhile.
+            record = await asyncio.to_thread(self._metadata.get_document, claimed.tenant, claimed.document_id)
+            if record is None or record.status in (DocumentStatus.READY, DocumentStatus.FAILED):
+                return
             data = await asyncio.to_thread(self._blobs.get, record.tenant, record.content_sha256)
             if data is None or not enabled:
                 why = "original bytes missing" if data is None else "resume on startup is disabled"
@@ -212,20 +232,36 @@ class IngestionPipeline:
                 return
             log.info("resuming interrupted ingestion", extra={"fields": {
                 "document_id": record.document_id, "tenant": record.tenant, "status": record.status.name}})
-            await self._ingest(record, data, job, forget_on_bad_input=True)
+            await self._ingest(record, data, job, lease, forget_on_bad_input=True)
+
+    async def _follow(self, record: DocumentRecord) -> DocumentRecord:
+        """Waits for the replica that took the document over; its READY record (else ``LeaseLost``)."""
+        while True:
+            await asyncio.sleep(self._config.poll_s)
+            current = await asyncio.to_thread(self._metadata.get_document, record.tenant, record.document_id)
+            if current is None or current.status is DocumentStatus.FAILED:
+                raise LeaseLost(record.document_id)
+            if current.status is DocumentStatus.READY:
+                return current
 
     # -- stages ----------------------------------------------------------------------
-    async def _ingest(self, record: DocumentRecord, data: bytes, job: IngestJob, forget_on_bad_input: bool) -> None:
+    async def _ingest(self, record: DocumentRecord, data: bytes, job: IngestJob, lease: HeldLease,
+                      forget_on_bad_input: bool) -> None:
         timings = StageTimer()
-        ocr = _OcrEvents(record, job, asyncio.get_running_loop())
+        ocr = OcrEvents(record, job, asyncio.get_running_loop())
         try:
             await self._set_status(record, DocumentStatus.PARSING)
-            parsed = await self._run_parse(record, data, ocr)
+            parsed = await parse_document(self._config, record, data, ocr)
             timings.lap("parse_ms")
             await self._set_status(record, DocumentStatus.CHUNKING)
-            chunks = await asyncio.to_thread(self._chunk, record, parsed)
+            chunks = await asyncio.to_thread(chunk_document, self._config, record, parsed,
+                                             self._metadata.count_chunks)
             timings.lap("chunk_ms")
+        except LeaseLost:
+            raise  # the document is another replica's now: nothing of it is this one's to undo or mark
         except DomainError as exc:
+            if not await self._still_held(record):
+                raise LeaseLost(record.document_id) from exc
             domain_metrics.DOCUMENTS_INGESTED.labels("rejected", record.file_type).inc()
             if forget_on_bad_input:
                 await asyncio.to_thread(self._forget, record)
@@ -252,16 +288,20 @@ class IngestionPipeline:
             texts = [c.text for c in chunks]
             async for done in embed_in_groups(embedder, texts, self._config.embed_batch_size,
                                               self._config.embed_progress_every, vectors):
+                lease.check()
                 job.emit(IngestProgress(IngestStage.EMBEDDED, done, len(chunks), f"embedded {done} of {len(chunks)}"))
             timings.lap("embed_ms")
             await self._set_status(record, DocumentStatus.INDEXING)
             staged = [c.chunk_id for c in chunks]
             await asyncio.to_thread(self._index.stage_vectors, record.tenant, record.document_id, chunks, vectors)
             await asyncio.to_thread(self._index.publish, record, parsed.sections, chunks, self._initial_graph_state())
+            lease.settle()
             timings.lap("index_ms")
-        except asyncio.CancelledError:
-            raise  # shutdown: the status stays non-terminal and the document resumes on restart
+        except (asyncio.CancelledError, LeaseLost):
+            raise  # shutdown (the status stays non-terminal, for a sweep), or the document is another replica's
         except BaseException as exc:
+            if not await self._still_held(record):
+                raise LeaseLost(record.document_id) from exc
             log.exception("ingestion failed", extra={"fields": {"document_id": record.document_id}})
             await asyncio.shield(asyncio.to_thread(self._index.discard, record.tenant, record.document_id, staged))
             self._on_change(record.tenant)
@@ -283,70 +323,6 @@ class IngestionPipeline:
             **timings.stages}})
         job.emit(IngestOutcome(final or record))
 
-    async def _run_parse(self, record: DocumentRecord, data: bytes, ocr: _OcrEvents) -> ParsedDocument:
-        """In a worker thread: a recording's on the speech pool, so queued ones hold none of the loop's threads."""
-        audio = self._config.audio
-        if audio is None or record.file_type != FileType.AUDIO.value:
-            return await asyncio.to_thread(self._parse, record, data, ocr.on_page, ocr.on_seconds)
-        call = functools.partial(contextvars.copy_context().run, self._parse, record, data, ocr.on_page, ocr.on_seconds)
-        return await asyncio.get_running_loop().run_in_executor(audio.transcriber.executor(Lane.DOCUMENT), call)
-
-    def _parse(self, record: DocumentRecord, data: bytes, on_ocr_page: OcrProgress,
-               on_audio: Callable[[float, float, str], None] | None = None) -> ParsedDocument:
-        file_type = FileType(record.file_type)
-        try:
-            return parse(data, file_type, self._config.limits, self._config.ocr, on_ocr_page,
-                         self._config.audio, on_audio)
-        except DomainError:
-            raise
-        except RecursionError as exc:
-            raise corrupt(file_type, "it is nested too deeply") from exc
-        except Exception as exc:  # noqa: BLE001 - a parser library choking on malformed input
-            log.warning("parser failed", exc_info=exc, extra={"fields": {"document_id": record.document_id}})
-            raise corrupt(file_type, f"the {file_type.value} parser could not read it ({type(exc).__name__})") from exc
-
-    def _chunk(self, record: DocumentRecord, parsed: ParsedDocument) -> list[Chunk]:
-        spans = chunk_sections(parsed.sections, self._config.chunker)
-        self._check_chunk_caps(record, len(spans))
-        chunks = []
-        for ordinal, span in enumerate(spans):
-            section = parsed.sections[span.section_index]
-            start_s, end_s = time_range(section.time_starts, span.start, span.end)
-            chunks.append(Chunk(
-                chunk_id=chunk_id_for(record.tenant, record.content_sha256, ordinal),
-                tenant=record.tenant,
-                ordinal=ordinal,
-                text=section.text[span.start:span.end],
-                provenance=Provenance(
-                    document_id=record.document_id, filename=record.filename, page=section.page,
-                    sheet_name=section.sheet_name, row_start=span.row_start, row_end=span.row_end,
-                    heading_path=section.heading_path, char_start=span.start, char_end=span.end,
-                    section_index=span.section_index, start_seconds=start_s, end_seconds=end_s,
-                    time_starts=touched(section.time_starts, span.start, span.end),
-                ),
-            ))
-        return chunks
-
-    def _check_chunk_caps(self, record: DocumentRecord, count: int) -> None:
-        """Chunks per document (a property of the file: 400) and per tenant (a quota: 429, which limit in the reason).
-
-        The tenant's count is of its READY documents; documents ingesting at the same time are not counted
-        against each other, so a burst of uploads may pass the quota by at most their own chunks."""
-        limit = self._config.limits.max_chunks
-        if count > limit:
-            raise too_large(f"chunks ({count} at DOCUTHINKER_RAG_CHUNK_SIZE)", limit, "TOO_MANY_CHUNKS")
-        quota = self._config.max_tenant_chunks
-        if quota:
-            stored = self._metadata.count_chunks(record.tenant)
-            if stored + count > quota:
-                raise ResourceExhausted(
-                    f"tenant {record.tenant!r} holds {stored} chunks; this document's {count} would pass its quota "
-                    f"of {quota}: delete documents or raise DOCUTHINKER_RAG_MAX_TENANT_CHUNKS",
-                    reason="TENANT_CHUNK_QUOTA",
-                    metadata={"limit": str(quota), "stored": str(stored), "chunks": str(count),
-                              "setting": "DOCUTHINKER_RAG_MAX_TENANT_CHUNKS"},
-                )
-
     async def _sync_graph(self, record: DocumentRecord, parsed: ParsedDocument, job: IngestJob) -> None:
         if not self._graph_sync.enabled:
             return
@@ -364,52 +340,24 @@ class IngestionPipeline:
         return GraphSyncState.PENDING if self._graph_sync.enabled else GraphSyncState.DISABLED
 
     async def _set_status(self, record: DocumentRecord, status: DocumentStatus) -> None:
-        await asyncio.to_thread(self._metadata.update_document, record.document_id, status=status)
+        if not await asyncio.to_thread(self._metadata.update_claimed, record.tenant, record.document_id,
+                                       status=status):
+            raise LeaseLost(record.document_id)
+
+    async def _still_held(self, record: DocumentRecord) -> bool:
+        """Whether this replica still holds the lease, before it undoes a failed attempt's writes (which are
+        the new holder's too when it does not: the same chunk ids)."""
+        return await asyncio.shield(asyncio.to_thread(self._metadata.renew_lease, record.tenant, record.document_id))
 
     async def _mark_failed(self, record: DocumentRecord, message: str) -> None:
-        await asyncio.shield(asyncio.to_thread(
-            self._metadata.update_document, record.document_id, status=DocumentStatus.FAILED,
+        marked = await asyncio.shield(asyncio.to_thread(
+            self._metadata.update_claimed, record.tenant, record.document_id, status=DocumentStatus.FAILED,
             error_message=message[:2000]))
+        if not marked:
+            log.warning("failure not recorded: another replica holds the document", extra={"fields": {
+                "document_id": record.document_id}})
 
     def _forget(self, record: DocumentRecord) -> None:
         """Bad input: remove every trace (record, chunks, vectors, original bytes)."""
         self._index.remove_document(record.tenant, record.document_id)
         self._blobs.delete(record.tenant, record.content_sha256)
-
-
-class _OcrEvents:
-    """OCR and transcription progress from the parser's worker thread, as events of the upload's stream.
-
-    Events normally start only once a document has parsed, so that bad input still fails the call
-    with its own status (HTTP 4xx over REST). A scan is past every check but OCR itself when OCR
-    starts, and may take minutes: its stream starts then (RECEIVED), and reports every page.
-    """
-
-    def __init__(self, record: DocumentRecord, job: IngestJob, loop: asyncio.AbstractEventLoop) -> None:
-        self._record, self._job, self._loop = record, job, loop
-        self.started = False
-
-    def on_page(self, done: int, total: int) -> None:
-        # Runs in the parser's thread; the job's queue belongs to the loop. Callbacks run in the order
-        # they were scheduled, so all of them have run when the parse's result reaches the loop.
-        self._loop.call_soon_threadsafe(self._emit, done, total)
-
-    def _emit(self, done: int, total: int) -> None:
-        if not self.started:
-            self.started = True
-            size = self._record.size_bytes
-            self._job.emit(IngestProgress(IngestStage.RECEIVED, size, size, "bytes received"))
-        self._job.emit(IngestProgress(IngestStage.OCR, done, total, f"OCR: {done} of {total} pages read"))
-
-    def on_seconds(self, done: float, total: float, language: str) -> None:
-        """Transcription progress of a recording (same thread rules as ``on_page``)."""
-        self._loop.call_soon_threadsafe(self._emit_seconds, done, total, language)
-
-    def _emit_seconds(self, done: float, total: float, language: str) -> None:
-        if not self.started:
-            self.started = True
-            size = self._record.size_bytes
-            self._job.emit(IngestProgress(IngestStage.RECEIVED, size, size, "bytes received"))
-        self._job.emit(IngestProgress(IngestStage.TRANSCRIBED, round(done), round(total),
-                                      f"transcribed {done:.1f} of {total:.1f} s of audio"
-                                      + (f" (language: {language})" if language else "")))

@@ -10,6 +10,10 @@ A unary ``+`` on ``tenant`` or ``status`` in a WHERE clause keeps SQLite's plann
 (tenant, vector_key) and status indexes when a narrower key (chunk_id, document_id) is at hand:
 without it, fetching the 24 chunks of one search scanned every chunk of the tenant or of every
 ready document (50 to 170 ms per query at 100k chunks, against under 1 ms).
+
+Ingestion leases (``store.leases``) work here exactly as on PostgreSQL, so one congruence suite covers
+both; one process owns this file, so ``release_all_leases`` at open voids the leases of a process that
+died, and its unfinished documents resume at once rather than when their leases run out.
 """
 
 from __future__ import annotations
@@ -22,13 +26,17 @@ import time
 from collections.abc import Iterable, Sequence
 
 from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Section, vector_key
+from services.storage.replica import replica_id
 from services.rag.store import timecodes
+from services.rag.store.leases import LeaseLost
+from services.rag.store.sqlite_leases import CLAIMABLE, SqliteLeases
 from services.rag.store.rows import (
     CHUNK_COLUMNS,
     DOC_COLUMNS,
     KEYWORD_COLUMNS,
     READY,
     SCHEMA,
+    TERMINAL,
     UPDATABLE,
     chunk_from_row,
     keyword_text,
@@ -36,10 +44,14 @@ from services.rag.store.rows import (
     record_from_row,
 )
 
-class MetadataStore:
+class MetadataStore(SqliteLeases):
     """Thread-safe: one connection, one lock; callers on the event loop use ``asyncio.to_thread``."""
 
-    def __init__(self, path: pathlib.Path) -> None:
+    def __init__(self, path: pathlib.Path, *, owner: str | None = None, lease_s: float = 30.0) -> None:
+        self.owner = owner or replica_id()
+        """Who this store's leases are held by (one per process)."""
+        self.lease_s = lease_s
+        """How long a claim or a renewal holds a document's lease."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._conn.row_factory = sqlite3.Row
@@ -50,6 +62,10 @@ class MetadataStore:
             self._conn.execute("PRAGMA busy_timeout=5000")
             self._conn.executescript(SCHEMA)
             self._conn.executescript(timecodes.SCHEMA)
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(documents)")}
+            if "claimed_by" not in columns:  # a database from before ingestion leases
+                self._conn.execute("ALTER TABLE documents ADD COLUMN claimed_by TEXT")
+                self._conn.execute("ALTER TABLE documents ADD COLUMN lease_until REAL")
 
     def close(self) -> None:
         with self._lock:
@@ -59,28 +75,29 @@ class MetadataStore:
         return _Transaction(self._conn, self._lock)
 
     # -- documents -------------------------------------------------------------------
-    def upsert_document(self, record: DocumentRecord) -> None:
-        """Inserts a new document, or resets a failed one being uploaded again."""
+    def upsert_document(self, record: DocumentRecord) -> bool:
+        """Inserts a new document, or resets a failed or unfinished one being uploaded again, and claims its
+        lease; False (nothing changed) when it is READY or another replica holds a live lease on it."""
+        now = time.time()
         with self._tx() as db:
-            db.execute(
-                f"INSERT INTO documents ({DOC_COLUMNS}) VALUES ({placeholders(16)}) "
+            return db.execute(
+                f"INSERT INTO documents ({DOC_COLUMNS}, claimed_by, lease_until) VALUES ({placeholders(18)}) "
                 "ON CONFLICT(document_id) DO UPDATE SET filename=excluded.filename, file_type=excluded.file_type, "
                 "content_type=excluded.content_type, status=excluded.status, error_message='', "
-                "update_time=excluded.update_time",
+                "update_time=excluded.update_time, claimed_by=excluded.claimed_by, lease_until=excluded.lease_until "
+                f"WHERE documents.status <> ? AND {CLAIMABLE}",
                 (
                     record.document_id, record.tenant, record.filename, record.file_type, record.content_type,
                     record.content_sha256, record.size_bytes, int(record.status), record.error_message,
                     record.page_count, json.dumps(list(record.sheet_names)), record.chunk_count,
                     int(record.graph_sync), record.title, record.create_time, record.update_time,
+                    self.owner, now + self.lease_s, READY, self.owner, now,
                 ),
-            )
+            ).rowcount == 1
 
     def update_document(self, document_id: str, **fields) -> None:
-        unknown = set(fields) - UPDATABLE
-        if unknown:
-            raise ValueError(f"not updatable: {sorted(unknown)}")
-        values = {k: _column_value(v) for k, v in fields.items()}
-        values["update_time"] = time.time()
+        """Unconditional (lease or not): for what is not the ingestion's, e.g. the graph-sync state."""
+        values = _updates(fields)
         assignments = ", ".join(f"{k}=?" for k in values)
         with self._tx() as db:
             row = db.execute("SELECT tenant, status FROM documents WHERE document_id=?", (document_id,)).fetchone()
@@ -129,6 +146,24 @@ class MetadataStore:
             ).fetchall()
         return [record_from_row(r) for r in rows]
 
+    # -- ingestion leases: the claims are ``SqliteLeases``'; the conditional write is here --------
+    def update_claimed(self, tenant: str, document_id: str, **fields) -> bool:
+        """``update_document`` while this replica holds the lease (False: it does not, nothing changed); a
+        terminal status ends the lease."""
+        values = _updates(fields)
+        if values.get("status") in TERMINAL:
+            values.update(claimed_by=None, lease_until=None)
+        assignments = ", ".join(f"{k}=?" for k in values)
+        with self._tx() as db:
+            row = db.execute("SELECT status FROM documents WHERE tenant=? AND document_id=? AND claimed_by=?",
+                             (tenant, document_id, self.owner)).fetchone()
+            if row is None:
+                return False
+            db.execute(f"UPDATE documents SET {assignments} WHERE document_id=?", (*values.values(), document_id))
+            if row["status"] == READY and values.get("status", READY) != READY:
+                _bump(db, tenant)
+        return True
+
     def delete_document(self, tenant: str, document_id: str) -> list[str]:
         """Removes the document, its sections and chunk rows in one transaction; returns chunk ids."""
         with self._tx() as db:
@@ -153,9 +188,13 @@ class MetadataStore:
         """Replaces the document's sections and chunks and marks it READY, atomically.
 
         Returns the ids of chunk rows that existed before and are gone now (a re-index that
-        produced fewer chunks), so the caller can drop their vectors.
+        produced fewer chunks), so the caller can drop their vectors. Raises ``LeaseLost`` (nothing
+        written) unless this replica holds the document's lease; the lease ends with it.
         """
         with self._tx() as db:
+            if db.execute("SELECT 1 FROM documents WHERE tenant=? AND document_id=? AND claimed_by=?",
+                          (record.tenant, record.document_id, self.owner)).fetchone() is None:
+                raise LeaseLost(record.document_id)
             old = {r[0] for r in db.execute("SELECT chunk_id FROM chunks WHERE document_id=?", (record.document_id,))}
             db.execute("DELETE FROM chunks WHERE document_id=?", (record.document_id,))
             db.execute("DELETE FROM sections WHERE document_id=?", (record.document_id,))
@@ -180,7 +219,7 @@ class MetadataStore:
             timecodes.write(db, record.document_id, chunks)
             db.execute(
                 "UPDATE documents SET status=?, error_message='', chunk_count=?, page_count=?, sheet_names=?, "
-                "title=?, graph_sync=?, update_time=? WHERE document_id=?",
+                "title=?, graph_sync=?, update_time=?, claimed_by=NULL, lease_until=NULL WHERE document_id=?",
                 (READY, len(chunks), record.page_count, json.dumps(list(record.sheet_names)), record.title,
                  int(graph_sync), time.time(), record.document_id),
             )
@@ -320,6 +359,15 @@ def _bump(db: sqlite3.Connection, tenant: str) -> None:
 def _generation(db: sqlite3.Connection, tenant: str) -> int:
     row = db.execute("SELECT generation FROM generations WHERE tenant=?", (tenant,)).fetchone()
     return row[0] if row else 0
+
+
+def _updates(fields: dict) -> dict:
+    unknown = set(fields) - UPDATABLE
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    values = {k: _column_value(v) for k, v in fields.items()}
+    values["update_time"] = time.time()
+    return values
 
 
 def _column_value(value):

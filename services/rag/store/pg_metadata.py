@@ -5,6 +5,10 @@ in one transaction, and every chunk read joins the documents table on READY. Eve
 names the tenant (the tables are keyed by it), except the two reads by document id that the
 port defines without one (``update_document``, ``sections``): document ids are hashes of the
 tenant and the content, so they cannot reach another tenant's document.
+
+Ingestion leases (``store.leases``) are timed by the database's clock (``NOW``), so replicas whose
+clocks disagree still agree on when a lease has run out; the takeover sweep claims with ``FOR UPDATE
+SKIP LOCKED``, so two replicas sweeping at once take different documents and never wait on each other.
 """
 
 from __future__ import annotations
@@ -14,9 +18,19 @@ import time
 from collections.abc import Iterable, Sequence
 
 from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Section, vector_key
-from services.rag.store.rows import KEYWORD_COLUMNS, READY, UPDATABLE, chunk_from_row, keyword_text, record_from_row
+from services.rag.store.leases import LeaseLost
+from services.rag.store.rows import (
+    KEYWORD_COLUMNS,
+    READY,
+    TERMINAL,
+    UPDATABLE,
+    chunk_from_row,
+    keyword_text,
+    record_from_row,
+)
 from services.rag.store.timecodes import timed
 from services.storage.postgres import Postgres
+from services.storage.replica import replica_id
 
 DOC_COLUMNS = (
     "document_id, tenant, filename, file_type, content_type, content_sha256, size_bytes, status, error_message, "
@@ -31,40 +45,49 @@ CHUNKS_READY = (
     "rag_chunks c JOIN rag_documents d ON d.tenant = c.tenant AND d.document_id = c.document_id "
     "LEFT JOIN rag_chunk_times t ON t.tenant = c.tenant AND t.chunk_id = c.chunk_id"
 )
-FAILED = int(DocumentStatus.FAILED)
+NOW = "extract(epoch FROM clock_timestamp())::float8"
+"""The database's clock, in the epoch seconds of ``lease_until``."""
+CLAIMABLE = f"(d.claimed_by IS NULL OR d.claimed_by = %s OR d.lease_until < {NOW})"
+"""Nobody else holds a live lease on document ``d`` (parameter: this store's owner)."""
 
 
 class PostgresMetadataStore:
     """Thread-safe (a connection pool); blocking calls: the event loop uses ``asyncio.to_thread``."""
 
-    def __init__(self, db: Postgres) -> None:
+    def __init__(self, db: Postgres, *, owner: str | None = None, lease_s: float = 30.0) -> None:
         self._db = db
+        self.owner = owner or replica_id()
+        """Who this store's leases are held by (one per process)."""
+        self.lease_s = lease_s
+        """How long a claim or a renewal holds a document's lease."""
 
     def close(self) -> None:
         """The pool is the process's, shared with the other stores in the database: left open."""
 
     # -- documents -------------------------------------------------------------------
-    def upsert_document(self, record: DocumentRecord) -> None:
+    def upsert_document(self, record: DocumentRecord) -> bool:
+        """Inserts a new document, or resets a failed or unfinished one being uploaded again, and claims its
+        lease; False (nothing changed) when it is READY or another replica holds a live lease on it."""
         with self._db.connection() as conn:
-            conn.execute(
-                f"INSERT INTO rag_documents ({DOC_COLUMNS}) VALUES ({', '.join(['%s'] * 16)}) "
+            return conn.execute(
+                f"INSERT INTO rag_documents AS d ({DOC_COLUMNS}, claimed_by, lease_until) "
+                f"VALUES ({', '.join(['%s'] * 17)}, {NOW} + %s) "
                 "ON CONFLICT (tenant, document_id) DO UPDATE SET filename=excluded.filename, "
                 "file_type=excluded.file_type, content_type=excluded.content_type, status=excluded.status, "
-                "error_message='', update_time=excluded.update_time",
+                "error_message='', update_time=excluded.update_time, claimed_by=excluded.claimed_by, "
+                f"lease_until=excluded.lease_until WHERE d.status <> %s AND {CLAIMABLE}",
                 (
                     record.document_id, record.tenant, record.filename, record.file_type, record.content_type,
                     record.content_sha256, record.size_bytes, int(record.status), record.error_message,
                     record.page_count, json.dumps(list(record.sheet_names)), record.chunk_count,
                     int(record.graph_sync), record.title, record.create_time, record.update_time,
+                    self.owner, self.lease_s, READY, self.owner,
                 ),
-            )
+            ).rowcount == 1
 
     def update_document(self, document_id: str, **fields) -> None:
-        unknown = set(fields) - UPDATABLE
-        if unknown:
-            raise ValueError(f"not updatable: {sorted(unknown)}")
-        values = {k: _column_value(v) for k, v in fields.items()}
-        values["update_time"] = time.time()
+        """Unconditional (lease or not): for what is not the ingestion's, e.g. the graph-sync state."""
+        values = _updates(fields)
         assignments = ", ".join(f"{k}=%s" for k in values)
         with self._db.connection() as conn:
             row = conn.execute("SELECT tenant, status FROM rag_documents WHERE document_id=%s FOR UPDATE",
@@ -112,9 +135,71 @@ class PostgresMetadataStore:
         with self._db.connection() as conn:
             rows = conn.execute(
                 f"SELECT {DOC_COLUMNS} FROM rag_documents WHERE status NOT IN (%s, %s) ORDER BY create_time",
-                (READY, FAILED),
+                TERMINAL,
             ).fetchall()
         return [record_from_row(r) for r in rows]
+
+    # -- ingestion leases (see ``store.leases``) --------------------------------------
+    def claim_document(self, tenant: str, document_id: str) -> bool:
+        """Takes the document's lease (a re-index); False while another replica holds a live one."""
+        with self._db.connection() as conn:
+            return conn.execute(
+                f"UPDATE rag_documents d SET claimed_by=%s, lease_until={NOW} + %s "
+                f"WHERE tenant=%s AND document_id=%s AND {CLAIMABLE}",
+                (self.owner, self.lease_s, tenant, document_id, self.owner),
+            ).rowcount == 1
+
+    def claim_unfinished(self) -> DocumentRecord | None:
+        """Claims the oldest unfinished document nobody holds a live lease on (the takeover sweep)."""
+        with self._db.connection() as conn:
+            row = conn.execute(
+                f"UPDATE rag_documents SET claimed_by=%s, lease_until={NOW} + %s WHERE (tenant, document_id) = ("
+                "SELECT tenant, document_id FROM rag_documents WHERE status NOT IN (%s, %s) "
+                f"AND (claimed_by IS NULL OR lease_until < {NOW}) ORDER BY create_time LIMIT 1 "
+                f"FOR UPDATE SKIP LOCKED) RETURNING {DOC_COLUMNS}",
+                (self.owner, self.lease_s, *TERMINAL),
+            ).fetchone()
+        return record_from_row(row) if row else None
+
+    def renew_lease(self, tenant: str, document_id: str) -> bool:
+        """Extends this replica's lease; False: it no longer holds it (taken over, or the document is done)."""
+        with self._db.connection() as conn:
+            return conn.execute(
+                f"UPDATE rag_documents SET lease_until={NOW} + %s WHERE tenant=%s AND document_id=%s "
+                "AND claimed_by=%s",
+                (self.lease_s, tenant, document_id, self.owner),
+            ).rowcount == 1
+
+    def release_lease(self, tenant: str, document_id: str) -> None:
+        """Lets go of the lease (a shutdown mid-ingestion): any replica's next sweep may take the document."""
+        with self._db.connection() as conn:
+            conn.execute("UPDATE rag_documents SET claimed_by=NULL, lease_until=NULL "
+                         "WHERE tenant=%s AND document_id=%s AND claimed_by=%s", (tenant, document_id, self.owner))
+
+    def lease_holder(self, tenant: str, document_id: str) -> str | None:
+        """The replica holding a live lease on the document (None: nobody, or its lease ran out)."""
+        with self._db.connection() as conn:
+            row = conn.execute(f"SELECT claimed_by FROM rag_documents WHERE tenant=%s AND document_id=%s "
+                               f"AND lease_until >= {NOW}", (tenant, document_id)).fetchone()
+        return row["claimed_by"] if row else None
+
+    def update_claimed(self, tenant: str, document_id: str, **fields) -> bool:
+        """``update_document`` while this replica holds the lease (False: it does not, nothing changed); a
+        terminal status ends the lease."""
+        values = _updates(fields)
+        if values.get("status") in TERMINAL:
+            values.update(claimed_by=None, lease_until=None)
+        assignments = ", ".join(f"{k}=%s" for k in values)
+        with self._db.connection() as conn:
+            row = conn.execute("SELECT status FROM rag_documents WHERE tenant=%s AND document_id=%s "
+                               "AND claimed_by=%s FOR UPDATE", (tenant, document_id, self.owner)).fetchone()
+            if row is None:
+                return False
+            conn.execute(f"UPDATE rag_documents SET {assignments} WHERE tenant=%s AND document_id=%s",
+                         (*values.values(), tenant, document_id))
+            if row["status"] == READY and values.get("status", READY) != READY:
+                _bump(conn, tenant)
+        return True
 
     def delete_document(self, tenant: str, document_id: str) -> list[str]:
         """Removes the document, its sections, chunk rows and vectors in one transaction; returns chunk ids."""
@@ -135,11 +220,14 @@ class PostgresMetadataStore:
         graph_sync: GraphSyncState,
     ) -> list[str]:
         """Replaces the document's sections and chunks and marks it READY, atomically; returns the
-        ids of chunk rows that existed before and are gone now."""
+        ids of chunk rows that existed before and are gone now. Raises ``LeaseLost`` (nothing written)
+        unless this replica holds the document's lease; the lease ends with it."""
         tenant, document_id = record.tenant, record.document_id
         with self._db.connection() as conn:
-            conn.execute("SELECT 1 FROM rag_documents WHERE tenant=%s AND document_id=%s FOR UPDATE",
-                         (tenant, document_id))
+            held = conn.execute("SELECT claimed_by FROM rag_documents WHERE tenant=%s AND document_id=%s FOR UPDATE",
+                                (tenant, document_id)).fetchone()
+            if held is None or held["claimed_by"] != self.owner:
+                raise LeaseLost(document_id)
             old = set(_clear(conn, tenant, document_id))
             with conn.cursor() as cur:
                 cur.executemany(
@@ -167,7 +255,8 @@ class PostgresMetadataStore:
                 )
             conn.execute(
                 "UPDATE rag_documents SET status=%s, error_message='', chunk_count=%s, page_count=%s, sheet_names=%s, "
-                "title=%s, graph_sync=%s, update_time=%s WHERE tenant=%s AND document_id=%s",
+                "title=%s, graph_sync=%s, update_time=%s, claimed_by=NULL, lease_until=NULL "
+                "WHERE tenant=%s AND document_id=%s",
                 (READY, len(chunks), record.page_count, json.dumps(list(record.sheet_names)), record.title,
                  int(graph_sync), time.time(), tenant, document_id),
             )
@@ -281,6 +370,15 @@ def _bump(conn, tenant: str) -> None:
 def _generation(conn, tenant: str) -> int:
     row = conn.execute("SELECT generation FROM rag_generations WHERE tenant=%s", (tenant,)).fetchone()
     return int(row["generation"]) if row else 0
+
+
+def _updates(fields: dict) -> dict:
+    unknown = set(fields) - UPDATABLE
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    values = {k: _column_value(v) for k, v in fields.items()}
+    values["update_time"] = time.time()
+    return values
 
 
 def _column_value(value):

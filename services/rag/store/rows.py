@@ -26,7 +26,9 @@ CREATE TABLE IF NOT EXISTS documents (
     graph_sync INTEGER NOT NULL DEFAULT 3,
     title TEXT NOT NULL DEFAULT '',
     create_time REAL NOT NULL,
-    update_time REAL NOT NULL
+    update_time REAL NOT NULL,
+    claimed_by TEXT,
+    lease_until REAL
 );
 CREATE INDEX IF NOT EXISTS documents_newest_first ON documents (tenant, create_time DESC, document_id DESC);
 CREATE INDEX IF NOT EXISTS documents_by_status ON documents (status);
@@ -74,6 +76,8 @@ CHUNK_COLUMNS = (
     "c.row_start, c.row_end, c.heading_path, c.char_start, c.char_end"
 )
 READY = int(DocumentStatus.READY)
+FAILED = int(DocumentStatus.FAILED)
+TERMINAL = (READY, FAILED)
 UPDATABLE = {"status", "error_message", "page_count", "sheet_names", "chunk_count", "graph_sync", "title",
               "filename", "content_type", "file_type"}
 
