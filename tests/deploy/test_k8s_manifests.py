@@ -140,6 +140,10 @@ def test_the_gateway_config_rendered_for_the_cluster_is_valid_envoy(tmp_path):
     # The JWKS comes from the docuthinker-auth Secret in the cluster; here a real one is made at the same place.
     _, jwks = gateway_auth.keygen(tmp_path / "auth")
     env["DOCUTHINKER_AUTH_JWKS_FILE"] = str(jwks)
+    # So does the mesh credential (the docuthinker-mesh Secret, at the path the ConfigMap names).
+    assert env["DOCUTHINKER_MESH_CREDENTIAL_FILE"] == "/var/run/docuthinker/mesh/credential"
+    (tmp_path / "credential").write_text("a-long-random-mesh-credential")
+    env["DOCUTHINKER_MESH_CREDENTIAL_FILE"] = str(tmp_path / "credential")
     settings = settings_from_env(MeshSettings, env)
     config = envoy_config.render(settings, auth=settings_from_env(AuthSettings, env),
                                  edge=settings_from_env(EdgeSettings, env))
@@ -148,6 +152,7 @@ def test_the_gateway_config_rendered_for_the_cluster_is_valid_envoy(tmp_path):
         assert clusters[name]["type"] == "STRICT_DNS" and clusters[name]["outlier_detection"], name
         host = clusters[name]["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]
         assert host["socket_address"]["address"] == f"docuthinker-{name}.docuthinker.svc.cluster.local"
+    assert "a-long-random-mesh-credential" in yaml.safe_dump(config)  # sent upstream on every route
     listener = config["static_resources"]["listeners"][0]["address"]["socket_address"]
     assert listener == {"address": "0.0.0.0", "port_value": 8080}
     path = tmp_path / "envoy.yaml"
@@ -167,3 +172,14 @@ def test_the_dockerfile_passes_hadolint_and_runs_as_non_root():
     final = text.rsplit("\nFROM ", 1)[1]
     assert "USER 10001" in final and "requirements-models.txt" in text
     assert "HF_HUB_OFFLINE=1" in final and "TRANSFORMERS_OFFLINE=1" in final
+
+
+def test_every_mesh_process_mounts_the_mesh_credential():
+    for name, deployment in _by_kind("Deployment").items():
+        pod = deployment["spec"]["template"]["spec"]
+        first = (pod.get("initContainers") or pod["containers"])[0]
+        assert {"name": "mesh-credential", "mountPath": "/var/run/docuthinker/mesh", "readOnly": True} in \
+            first["volumeMounts"], name
+        volume = next(v for v in pod["volumes"] if v["name"] == "mesh-credential")
+        assert volume["secret"]["secretName"] == "docuthinker-mesh", name
+    assert "docuthinker-mesh" in {s["metadata"]["name"] for s in _by_kind("Secret").values()}
