@@ -146,9 +146,8 @@ def test_two_replicas_sweeping_at_once_take_different_documents(open_store) -> N
     assert sorted(claimed) == sorted(r.document_id for r in records)  # each once, by one of them
 
 
+@pytest.mark.store_backends("embedded")  # the embedded store belongs to one process
 def test_the_embedded_store_voids_a_dead_process_leases(open_store, store_backend) -> None:
-    if store_backend != "embedded":
-        pytest.skip("the embedded store belongs to one process")
     dead = open_store("dead-process")
     record = _record()
     assert dead.upsert_document(record)
@@ -186,10 +185,9 @@ async def test_the_heartbeat_keeps_the_lease_of_a_long_ingestion(open_runtime, o
     assert runtime.metadata.lease_holder("acme", record.document_id) is None
 
 
+@pytest.mark.store_backends("postgres")  # replicas share a PostgreSQL database
 async def test_a_stalled_replica_is_taken_over_and_its_upload_reports_the_takeover(
         open_runtime, store_backend, monkeypatch) -> None:
-    if store_backend != "postgres":
-        pytest.skip("replicas share a PostgreSQL database; the embedded store belongs to one process")
     gate = GatedEmbedder()
     stalled = open_runtime(gate, ingest_lease_s=0.6)
     # Its heartbeats stop landing (a long pause), though it goes on working once the gate opens.
@@ -211,9 +209,8 @@ async def test_a_stalled_replica_is_taken_over_and_its_upload_reports_the_takeov
     assert len(survivor.vectors.stored_ids("acme", record.document_id)) == done.chunk_count
 
 
+@pytest.mark.store_backends("postgres")  # replicas share a PostgreSQL database
 async def test_a_starting_replica_leaves_a_live_ingestion_alone(open_runtime, store_backend) -> None:
-    if store_backend != "postgres":
-        pytest.skip("replicas share a PostgreSQL database; the embedded store belongs to one process")
     gate = GatedEmbedder()
     live = open_runtime(gate, ingest_lease_s=0.6)
     upload = asyncio.create_task(collect(live.pipeline.upload("acme", "piers.txt", "text/plain", TEXT.encode())))

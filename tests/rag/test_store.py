@@ -235,9 +235,9 @@ def test_switching_embedder_re_embeds_nothing_silently(open_runtime, store_backe
         open_runtime(HashEmbedder())  # and now the old embedder is the stranger
 
 
-def test_keyword_search_finds_a_chunk_by_its_documents_name_and_headings(open_runtime, store_backend) -> None:
-    if store_backend == "postgres":
-        pytest.skip("the `fts` keyword mode indexes the chunk text alone (a generated tsvector column)")
+# Not on `fts` (plain "postgres"): that keyword mode indexes the chunk text alone (a generated tsvector column).
+@pytest.mark.store_backends("embedded", "postgres-bm25")
+def test_keyword_search_finds_a_chunk_by_its_documents_name_and_headings(open_runtime) -> None:
     runtime = open_runtime()
     record, sections, chunks = _document(runtime, "acme", ["Best regards,\nMallori"], name="delivery-memo.pdf")
     _index(runtime, record, sections, chunks)
