@@ -6,7 +6,8 @@ import pytest
 
 from bench.docqa_score import contains
 from services.rag.answers.answer_types import AnswerType, classify
-from services.rag.answers.reader import _fuzzy, is_fragment, key_terms, possessed_terms
+from services.rag.answers.question_terms import key_terms, matched_count, possessed_terms
+from services.rag.answers.reader import is_fragment
 from services.rag.answers.sentences import split_sentences
 from services.rag.answers.tables import lookup, tables_in
 from services.rag.answers.typed_spans import acronym_expansion, typed_spans
@@ -187,5 +188,5 @@ def test_idioms_are_not_key_terms_and_possessives_name_what_is_asked():
 
 
 def test_a_four_digit_year_matches_its_two_digit_form():
-    assert _fuzzy(frozenset({"1967"}), lexical.content_terms("Stanley Cups Since 67")) == 1
-    assert _fuzzy(frozenset({"1967"}), lexical.content_terms("Stanley Cups 13")) == 0
+    assert matched_count(frozenset({"1967"}), lexical.content_terms("Stanley Cups Since 67")) == 1
+    assert matched_count(frozenset({"1967"}), lexical.content_terms("Stanley Cups 13")) == 0

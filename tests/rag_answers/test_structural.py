@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.rag.answers.reader import source_reference
+from services.rag.answers.question_terms import source_reference
 from services.rag.answers.structural import asks_signer, promote, sign_off
 from services.rag.documents import Chunk, Provenance
 from services.rag.retrieval import RetrievedChunk

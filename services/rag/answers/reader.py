@@ -9,7 +9,7 @@ sentences, the reader:
 - otherwise reads the best few sentences for a span of the asked-for type (``typed_spans``)
   that the question does not already contain, nearest the question's terms, and cites its
   sentence; an acronym question is answered by its expansion;
-- checks that the evidence (the source, its neighbours, its headings and file name) covers the
+- checks (``question_terms``) that the evidence (the source, its neighbours, its headings and file name) covers the
   question's key terms: every name and number of the question, and most of its nouns; type
   words ("what fax number") only name the answer's shape and are not required.
 
@@ -32,9 +32,19 @@ import numpy as np
 from services.rag.answers import lexical
 from services.rag.answers.list_items import WHO_LIST, bullets_after, enumeration, people_in, with_next
 from services.rag.answers.attributes import attribute_of, label_strength
-from services.rag.answers.answer_types import NAMED, TYPE_WORDS, TYPED, AnswerType, classify
+from services.rag.answers.answer_types import NAMED, TYPED, AnswerType, classify
 from services.rag.answers.sentences import Span, split_sentences
-from services.rag.answers.spans import noun_terms, short_answer
+from services.rag.answers.question_terms import (
+    category_terms,
+    coverage,
+    key_terms,
+    made_by,
+    matched_count,
+    plural_category,
+    possessed_terms,
+    source_reference,
+)
+from services.rag.answers.spans import short_answer
 from services.rag.answers.structural import asks_signer, sign_off
 from services.rag.answers.tables import WIDE_COLUMNS, Table, lookup, tables_in
 from services.rag.answers.typed_spans import SETTLEMENTS, TypedSpan, acronym_expansion, acronyms_in, typed_spans
@@ -112,110 +122,6 @@ def is_fragment(text: str, heading_path: Sequence[str] = ()) -> bool:
     return len(words) <= 6 and body.isupper() and not any(ch.isdigit() for ch in body)
 
 
-_IDIOMS = re.compile(
-    r"\b(?:in the first place|(?:take|takes|took|taken|taking) place|in place|at all|after all|in fact|of course"
-    r"|in general|in particular|by the way|at first)\b", re.I)
-"""Phrases whose nouns say nothing about the answer ("who came up with it in the first place")."""
-_POSSESSED = re.compile(r"['’]s?\s+((?:[a-z][\w-]*\s+){0,2}[a-z][\w-]*)", re.I)
-"""The thing a possessive asks about ("Prince Vasili's daughter", "the Group's adjusted EBITDA")."""
-
-
-def key_terms(question: str, kind: AnswerType, source_terms: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:
-    """(names and numbers, other nouns) of the question an answer's evidence must hold, stemmed."""
-    type_words = lexical.content_terms(" ".join(TYPE_WORDS.get(kind, ())))
-    names, nouns = set[str](), set[str]()
-    for word, is_name in noun_terms(_IDIOMS.sub(" ", question)):
-        for term in lexical.content_terms(word):
-            if term in type_words:
-                continue
-            (names if is_name else nouns).add(term)
-    return frozenset(names - source_terms), frozenset(nouns - names - source_terms)
-
-
-_CATEGORY = re.compile(
-    r"^\s*(?:(?:what|which)(?:'s|\s+(?:is|are|was|were))?\s+(?:the\s+)?(?:(?:kind|type|sort)s?\s+of\s+)?"
-    r"|who\s+(?:is|are|was|were)\s+the\s+)([a-z][\w-]*)", re.I)
-
-
-def category_terms(question: str) -> frozenset[str]:
-    """The noun a question asks about ("which backbone", "who are the authors"): the answer's class, which
-    the evidence need not repeat (it says "ResNet 101", not "the backbone is ...")."""
-    match = _CATEGORY.match(question)
-    return lexical.content_terms(match.group(1)) if match else frozenset()
-
-
-def _plural_category(question: str) -> bool:
-    match = _CATEGORY.match(question)
-    word = match.group(1).lower() if match else ""
-    return word.endswith("s") and not word.endswith("ss")
-
-
-def _fuzzy(needed: frozenset[str], have: frozenset[str]) -> int:
-    count = 0
-    for n in needed:
-        if n in have or (len(n) >= 4 and any(min(len(n), len(h)) >= 4 and (h.startswith(n) or n.startswith(h))
-                                             for h in have)):
-            count += 1
-        elif _YEAR.fullmatch(n) and n[2:] in have:
-            count += 1  # "since 1967" and a sheet named "Since 67"
-    return count
-
-
-_YEAR = re.compile(r"(?:19|20)\d\d")
-_MAKING = (r"(?:came up with|come up with|coined|conceived|creat\w*|develop\w*|design\w*|devis\w*|found\w*"
-           r"|invent\w*|originat\w*|wr[io]te\w*|written|author\w*|establish\w*|start\w*|buil[dt]\w*|made|make)")
-_ASKS_MAKER = re.compile(rf"^\s*who\b.*\b{_MAKING}\b", re.I)
-_MADE_BY = re.compile(rf"\b{_MAKING}\s+(?:\w+\s+){{0,2}}by\s*$", re.I)
-"""A "who made it" question is answered by the maker: the person after "developed by", "founded by"."""
-
-
-def _made_by(question: str, sentence: str, short_start: int) -> bool:
-    return bool(_ASKS_MAKER.search(question)) and bool(_MADE_BY.search(sentence[max(0, short_start - 60):short_start]))
-
-
-_SOURCE_REFERENCE = re.compile(
-    r",?\s*\b(?:in|from|of|according to|as described in)\s+(?:the|this|that)\s+((?:[\w.-]+\s+){0,3}?)"
-    r"(?:paper|document|report|article|essay|piece|spec|specification|memo|letter|book|handbook|manual|filing|"
-    r"transcript|notice|file|spreadsheet|workbook|presentation|deck|email|e-mail)\b", re.I)
-_SOURCE_WORDS = lexical.content_terms("paper document report article essay piece spec specification memo letter book "
-                                      "handbook manual filing transcript notice file spreadsheet workbook presentation "
-                                      "deck email e-mail")
-
-
-def source_reference(question: str) -> tuple[str, frozenset[str]]:
-    """(the question without the phrase naming its source, that phrase's own terms): "... in the DPR paper" asks
-    the document to be the DPR paper, not the answer's passage to say "DPR" or "paper"."""
-    match = _SOURCE_REFERENCE.search(question)
-    if match is None:
-        return question, frozenset()
-    rest = f"{question[:match.start()]}{question[match.end():]}"
-    return " ".join(rest.split()), lexical.content_terms(match.group(1)) - _SOURCE_WORDS
-
-
-def possessed_terms(question: str) -> frozenset[str]:
-    """Content terms of what a possessive in the question names ("Prince Vasili's *daughter*")."""
-    found = frozenset[str]()
-    for match in _POSSESSED.finditer(question):
-        words = []
-        for word in match.group(1).split():
-            if word.lower() in lexical.stop_words() or word.lower() in lexical.QUESTION_WORDS:
-                break
-            words.append(word)
-        found |= lexical.content_terms(" ".join(words))
-    return found
-
-
-def coverage(question: str, kind: AnswerType, evidence: str, context: str, chunk_text: str) -> tuple[float, bool]:
-    """(share of key nouns held by evidence + context, all names and numbers held by the chunk + context)."""
-    source = lexical.content_terms(context)
-    names, nouns = key_terms(question, kind, source)
-    have = lexical.content_terms(evidence) | source
-    chunk = lexical.content_terms(chunk_text) | source
-    # A name the question gives (the company, the paper) is the passage's subject: its chunk naming it is enough.
-    noun_share = (_fuzzy(nouns, have) + _fuzzy(names, chunk)) / len(nouns | names) if nouns | names else 1.0
-    return noun_share, _fuzzy(names, chunk) == len(names)
-
-
 def _context(hit: RetrievedChunk) -> str:
     p = hit.chunk.provenance
     return " ".join((p.filename.rsplit(".", 1)[0].replace("_", " ").replace("-", " "), p.sheet_name, *p.heading_path))
@@ -239,7 +145,7 @@ class Reader:
             if reading is not None:
                 same = [h for h in retrieved if h.chunk.document_id == reading.hit.chunk.document_id]
                 document = frozenset().union(*(lexical.content_terms(f"{h.chunk.text} {_context(h)}") for h in same))
-                if _fuzzy(reference, document) == len(reference):
+                if matched_count(reference, document) == len(reference):
                     readings.append(self._checked(asked, reading, retrieved))
         if not any(r.supported for r in readings):
             # Read as asked as well: the passage itself may name its source.
@@ -254,7 +160,7 @@ class Reader:
         # The class asked about ("which warehouse") need not be in the answer's sentence, but documents
         # that never use the word anywhere do not hold the answer.
         asked = names | nouns
-        if reading.items or reading.kind is AnswerType.LIST or _plural_category(question):
+        if reading.items or reading.kind is AnswerType.LIST or plural_category(question):
             # "Which broadcasters", "which elements": the members are named, not the class.
             asked -= category_terms(question)
         everywhere = frozenset().union(*(lexical.content_terms(f"{h.chunk.text} {_context(h)}") for h in retrieved))
@@ -269,8 +175,8 @@ class Reader:
             index = next((i for i, sp in enumerate(spans) if sp.start <= reading.source.start < sp.end), None)
             window = _window(text, spans, index) if index is not None else reading.source.text
             near = lexical.content_terms(f"{window} {reading.source.text} {_context(reading.hit)}")
-            reading = replace(reading, possessed_covered=_fuzzy(possessed, near) == len(possessed))
-        return replace(reading, unseen_terms=len(asked) - _fuzzy(asked, everywhere),
+            reading = replace(reading, possessed_covered=matched_count(possessed, near) == len(possessed))
+        return replace(reading, unseen_terms=len(asked) - matched_count(asked, everywhere),
                        key_term_count=len(asked - category_terms(question)))
 
     def _read(self, question: str, ranked: Sequence, retrieved: Sequence[RetrievedChunk]) -> Reading | None:
@@ -409,7 +315,7 @@ class Reader:
                                if lexical.content_terms(m.group(0)) & terms]
                     strengths = {id(t): label_strength(attribute, text, span.start + t.start, span.start + t.end)
                                  if attribute else 0 for t in typed}
-                    t = min(typed, key=lambda t: (-strengths[id(t)], not _made_by(question, text, span.start + t.start),
+                    t = min(typed, key=lambda t: (-strengths[id(t)], not made_by(question, text, span.start + t.start),
                                                   min((abs(a - t.start) for a in anchors), default=0)))
                     short = TypedSpan(span.start + t.start, span.start + t.end, t.text, kind)
                     labelled = strengths[id(t)] if attribute else None
@@ -441,7 +347,7 @@ class Reader:
                      + 1.5 * (labelled or 0) - (1.5 if labelled == 0 else 0.0)
                      # A value its counted noun or toll-free form labels outranks any unlabelled one.
                      + (STRONG_LABEL_LEAD if labelled == 2 else 0.0)
-                     + (2.5 if short is not None and _made_by(question, text, short.start) else 0.0))
+                     + (2.5 if short is not None and made_by(question, text, short.start) else 0.0))
             if best is None or score > best[0]:
                 best = (score, reading)
         if best is None:
