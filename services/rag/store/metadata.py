@@ -36,9 +36,8 @@ from services.rag.store.rows import (
     KEYWORD_COLUMNS,
     READY,
     SCHEMA,
-    TERMINAL,
-    UPDATABLE,
     chunk_from_row,
+    column_updates,
     keyword_text,
     placeholders,
     record_from_row,
@@ -97,7 +96,7 @@ class MetadataStore(SqliteLeases):
 
     def update_document(self, document_id: str, **fields) -> None:
         """Unconditional (lease or not): for what is not the ingestion's, e.g. the graph-sync state."""
-        values = _updates(fields)
+        values = column_updates(fields)
         assignments = ", ".join(f"{k}=?" for k in values)
         with self._tx() as db:
             row = db.execute("SELECT tenant, status FROM documents WHERE document_id=?", (document_id,)).fetchone()
@@ -150,9 +149,7 @@ class MetadataStore(SqliteLeases):
     def update_claimed(self, tenant: str, document_id: str, **fields) -> bool:
         """``update_document`` while this replica holds the lease (False: it does not, nothing changed); a
         terminal status ends the lease."""
-        values = _updates(fields)
-        if values.get("status") in TERMINAL:
-            values.update(claimed_by=None, lease_until=None)
+        values = column_updates(fields, ends_lease=True)
         assignments = ", ".join(f"{k}=?" for k in values)
         with self._tx() as db:
             row = db.execute("SELECT status FROM documents WHERE tenant=? AND document_id=? AND claimed_by=?",
@@ -360,22 +357,6 @@ def _generation(db: sqlite3.Connection, tenant: str) -> int:
     row = db.execute("SELECT generation FROM generations WHERE tenant=?", (tenant,)).fetchone()
     return row[0] if row else 0
 
-
-def _updates(fields: dict) -> dict:
-    unknown = set(fields) - UPDATABLE
-    if unknown:
-        raise ValueError(f"not updatable: {sorted(unknown)}")
-    values = {k: _column_value(v) for k, v in fields.items()}
-    values["update_time"] = time.time()
-    return values
-
-
-def _column_value(value):
-    if isinstance(value, (tuple, list)):
-        return json.dumps(list(value))
-    if isinstance(value, (DocumentStatus, GraphSyncState)):
-        return int(value)
-    return value
 
 
 def _batches(items: list, size: int = 500):

@@ -17,14 +17,14 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 
-from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Section, vector_key
+from services.rag.documents import Chunk, DocumentRecord, GraphSyncState, Section, vector_key
 from services.rag.store.leases import LeaseLost
 from services.rag.store.rows import (
     KEYWORD_COLUMNS,
     READY,
     TERMINAL,
-    UPDATABLE,
     chunk_from_row,
+    column_updates,
     keyword_text,
     record_from_row,
 )
@@ -87,7 +87,7 @@ class PostgresMetadataStore:
 
     def update_document(self, document_id: str, **fields) -> None:
         """Unconditional (lease or not): for what is not the ingestion's, e.g. the graph-sync state."""
-        values = _updates(fields)
+        values = column_updates(fields)
         assignments = ", ".join(f"{k}=%s" for k in values)
         with self._db.connection() as conn:
             row = conn.execute("SELECT tenant, status FROM rag_documents WHERE document_id=%s FOR UPDATE",
@@ -186,9 +186,7 @@ class PostgresMetadataStore:
     def update_claimed(self, tenant: str, document_id: str, **fields) -> bool:
         """``update_document`` while this replica holds the lease (False: it does not, nothing changed); a
         terminal status ends the lease."""
-        values = _updates(fields)
-        if values.get("status") in TERMINAL:
-            values.update(claimed_by=None, lease_until=None)
+        values = column_updates(fields, ends_lease=True)
         assignments = ", ".join(f"{k}=%s" for k in values)
         with self._db.connection() as conn:
             row = conn.execute("SELECT status FROM rag_documents WHERE tenant=%s AND document_id=%s "
@@ -371,19 +369,3 @@ def _generation(conn, tenant: str) -> int:
     row = conn.execute("SELECT generation FROM rag_generations WHERE tenant=%s", (tenant,)).fetchone()
     return int(row["generation"]) if row else 0
 
-
-def _updates(fields: dict) -> dict:
-    unknown = set(fields) - UPDATABLE
-    if unknown:
-        raise ValueError(f"not updatable: {sorted(unknown)}")
-    values = {k: _column_value(v) for k, v in fields.items()}
-    values["update_time"] = time.time()
-    return values
-
-
-def _column_value(value):
-    if isinstance(value, (tuple, list)):
-        return json.dumps(list(value))
-    if isinstance(value, (DocumentStatus, GraphSyncState)):
-        return int(value)
-    return value

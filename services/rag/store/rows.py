@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from collections.abc import Mapping
 
 from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Provenance
@@ -142,3 +143,24 @@ def keyword_text(row: Mapping) -> str:
     stem = row["filename"].rsplit(".", 1)[0]
     context = [" ".join(_NAME_WORDS.findall(stem)), row["title"], row["sheet_name"], *json.loads(row["heading_path"])]
     return "\n".join([row["text"], *(c for c in context if c)])
+
+
+def column_updates(fields: dict, ends_lease: bool = False) -> dict:
+    """Column values of a document update (both stores), stamped now; with ``ends_lease``, a terminal status
+    also ends the document's ingestion lease."""
+    unknown = set(fields) - UPDATABLE
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    values = {k: _column_value(v) for k, v in fields.items()}
+    values["update_time"] = time.time()
+    if ends_lease and values.get("status") in TERMINAL:
+        values.update(claimed_by=None, lease_until=None)
+    return values
+
+
+def _column_value(value):
+    if isinstance(value, (tuple, list)):
+        return json.dumps(list(value))
+    if isinstance(value, (DocumentStatus, GraphSyncState)):
+        return int(value)
+    return value
