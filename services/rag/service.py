@@ -1,7 +1,7 @@
 """Wires the RAG service into the shared runtime.
 
 Startup (before SERVING): load the embedding model (hash-checked), open the stores, reload
-FAISS (HNSW snapshots, the rest from Chroma); wire the sentence-cache warm-up; then resume documents a crash left mid-ingestion, in the background, and
+FAISS (HNSW snapshots, the rest from the vector log); wire the sentence-cache warm-up; then resume documents a crash left mid-ingestion, in the background, and
 start the graph-sync worker (``graph_link``) when a graph feed is wired (``binding`` does).
 """
 
