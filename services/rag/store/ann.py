@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,19 @@ def _last_of_each(keys: np.ndarray, vectors: np.ndarray) -> tuple[np.ndarray, np
         return keys, vectors
     rows = np.sort(len(keys) - 1 - first_in_reversed)
     return keys[rows], vectors[rows]
+
+
+def _read_index_member(path: pathlib.Path) -> faiss.Index:
+    """The snapshot's serialised index streamed from the archive into FAISS. ``np.load`` would first
+    materialise the whole byte array (1 GiB at 1M vectors) next to the index built from it, and
+    that doubled copy was the rag process's peak RSS at startup (bench/results/ann-scale-*-1m.json)."""
+    with zipfile.ZipFile(path) as archive, archive.open("index.npy") as member:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            np.lib.format.read_array_header_1_0(member)
+        else:
+            np.lib.format.read_array_header_2_0(member)
+        return faiss.read_index(faiss.PyCallbackIOReader(member.read))
 
 
 def _live_blocks(index: faiss.Index, keys: np.ndarray, live: np.ndarray, block: int):
@@ -232,12 +246,12 @@ class HnswIndex:
 
     @classmethod
     def load(cls, path: pathlib.Path, dimension: int, params: HnswParams) -> HnswIndex:
+        index = cls(dimension, params)
         with np.load(path) as snapshot:
-            index = cls(dimension, params)
-            index._index = faiss.deserialize_index(snapshot["index"])
-            index._index.hnsw.efSearch = params.ef_search
             index._keys = snapshot["keys"].astype(np.int64)
             index._live = snapshot["live"].astype(bool)
+        index._index = _read_index_member(path)
+        index._index.hnsw.efSearch = params.ef_search
         if index._index.ntotal != len(index._keys) or index._index.d != dimension:
             raise ValueError(f"inconsistent HNSW snapshot {path}")
         index._sorted_labels = np.argsort(index._keys, kind="stable")
