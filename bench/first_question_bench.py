@@ -23,6 +23,10 @@ import time
 
 from bench import squad
 from services.models.embedder import get_embedder
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
+from services.rag.answers import spans
+from services.rag.answers.settings import AnswerSettings
 from services.rag.answers.setup import build_answering
 from services.rag.answers.vectors import CachedEncoder
 from services.rag.runtime import RagRuntime
@@ -34,10 +38,13 @@ RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 
 
 async def one(runtime: RagRuntime, embedder, tenant: str, text: str, questions: list[str], warm: bool) -> dict:
+    for cached in (spans.entities, spans.entity_spans):  # process-wide caches: one arm must not warm the other
+        cached.cache_clear()
     cache = CachedEncoder(embedder)
-    warmer = SentenceWarmer(cache, busy=lambda: runtime.pipeline.busy)
+    warmer = SentenceWarmer(cache, busy=lambda: runtime.pipeline.busy, analyse=spans.warm)
     runtime.pipeline.on_indexed = warmer.notify if warm else (lambda texts: None)
-    answers, _ = build_answering(runtime.index, runtime.metadata, embedder, sentence_cache=cache)
+    answers, _ = build_answering(runtime.index, runtime.metadata, embedder, AnswerSettings(),
+                                 Router.from_settings(ProviderSettings()), sentence_cache=cache)
     async for _ in runtime.pipeline.upload(tenant, f"{tenant}.txt", "text/plain", text.encode()):
         pass
     started = time.perf_counter()
@@ -60,6 +67,7 @@ async def run(articles: int) -> dict:
     chosen = [a for a in sorted(by_article) if len(by_article[a]) >= 2][:articles]
     embedder = get_embedder()
     embedder.encode(["warm the model up"])
+    spans.warm(())  # spaCy loaded once, as the rag service now does at startup (both arms alike)
     arms: dict[str, list[dict]] = {"warm": [], "cold": []}
     with tempfile.TemporaryDirectory() as tmp:
         runtime = RagRuntime.open(pathlib.Path(tmp), RagSettings(keyword_refresh_delay_s=0.0), 64 << 20, embedder,

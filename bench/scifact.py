@@ -17,9 +17,10 @@ from collections.abc import Sequence
 
 from bench.corpus import BenchCorpus, DiskCachedEncoder
 from bench.metrics import mean, ndcg_at_k, recall_at_k
+from bench.shared import SHARED
 from services.rag.retrieval import FusionMethod, HybridRetriever, Normalisation, RetrievalConfig, ScoreFusionConfig
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+DATA = SHARED / "data" / "scifact"
 
 QUICK_QUERIES = 200
 QUICK_DOCS = 1200

@@ -41,11 +41,12 @@ from bench.environment import describe as environment
 from bench.load import LadderConfig, ladder
 from bench.serving_clients import OPERATIONS, WAYS, GrpcClient, RestClient, inprocess
 from bench.serving_summary import agreement, overheads, summarise_way
+from bench.shared import SHARED
 from bench.stats import latency_summary
 from bench.synthetic_corpus import CorpusWriter, base_pool, synthetic_chunks
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
-QUERIES = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact" / "queries.train.jsonl"
+QUERIES = SHARED / "data" / "scifact" / "queries.train.jsonl"
 OVERHEAD_GOAL_MS = 5.0
 P95_GOAL_MS = 50.0
 GOAL_SIZE = 100_000

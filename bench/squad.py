@@ -28,12 +28,13 @@ from dataclasses import dataclass
 
 from bench.corpus import BenchCorpus, DiskCachedEncoder
 from bench.metrics import exact_match, mean, token_f1
+from bench.shared import SHARED
 from services.rag.answers import answer_model
 from services.rag.answers.evidence import EvidenceRanker, pool_size
 from services.rag.answers.extractive import ExtractiveAnswerer, ExtractiveConfig
 from services.rag.retrieval import HybridRetriever, RetrievalConfig
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "squad"
+DATA = SHARED / "data" / "squad"
 QUICK_QUESTIONS = 400
 SEPARATOR = "\n\n"
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.corpus import DiskCachedEncoder
+from bench.shared import SHARED
 from services.models.embedder import DIMENSION, MODEL_NAME, identity
 from services.models.settings import embedder_settings
 from services.rag.documents import (
@@ -54,7 +55,7 @@ from services.rag.runtime import metadata_path
 from services.rag.settings import RagSettings
 from services.rag.store import ChunkIndex, KeywordIndex, MetadataStore, VectorStore
 
-SCIFACT = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+SCIFACT = SHARED / "data" / "scifact"
 CHUNKS_PER_DOCUMENT = 500
 SEPARATOR = "\n\n"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
@@ -119,11 +120,14 @@ def synthetic_chunks(pool: BasePool, count: int, seed: int, max_chars: int) -> t
 class CorpusWriter:
     """The production stores of ``<data_dir>/rag``, opened in this process to write corpora."""
 
-    def __init__(self, data_dir: pathlib.Path) -> None:
+    def __init__(self, data_dir: pathlib.Path, hnsw_threshold: int = RagSettings().hnsw_threshold) -> None:
+        """``hnsw_threshold``: above the corpus size, the writer's own FAISS index stays exact (a
+        benchmark that places a prebuilt HNSW snapshot skips building the graph twice)."""
         root = pathlib.Path(data_dir) / "rag"
         self.metadata = MetadataStore(metadata_path(data_dir))
         # Stamped as the runtime the services will embed queries with, or rag refuses the index at start.
-        self.vectors = VectorStore(root / "chroma", MODEL_NAME, DIMENSION, identity=identity(embedder_settings().runtime))
+        self.vectors = VectorStore(root / "chroma", MODEL_NAME, DIMENSION, identity=identity(embedder_settings().runtime),
+                                   hnsw_threshold=hnsw_threshold)
         self.keyword = KeywordIndex(root / "bm25", self.metadata)
         self.index = ChunkIndex(self.metadata, self.vectors, self.keyword)
 
@@ -145,6 +149,12 @@ class CorpusWriter:
 
     def close(self) -> None:
         self.metadata.close()
+
+
+def chunk_ids(tenant: str, texts: list[str]) -> list[str]:
+    """The chunk ids ``CorpusWriter.write`` gives these texts (they are deterministic)."""
+    return [c.chunk_id for start in range(0, len(texts), CHUNKS_PER_DOCUMENT)
+            for c in _document(tenant, start // CHUNKS_PER_DOCUMENT, texts[start : start + CHUNKS_PER_DOCUMENT])[2]]
 
 
 def _document(tenant: str, number: int, texts: list[str]) -> tuple[DocumentRecord, Section, list[Chunk]]:

@@ -58,7 +58,9 @@ def verified_model_path() -> Path:
 
 def identity(runtime: str) -> str:
     """What an index must record to know which vectors it holds, e.g. ``all-MiniLM-L6-v2@53aa51172d14/fp32``."""
-    precision = "int8" if runtime == "onnx-int8" else "fp32"
+    # "int8-ffn": only the feed-forward weights are int8 (onnx_export._quantise); the all-int8 file of
+    # export version 1 recorded "int8", so its vectors are never taken for these.
+    precision = "int8-ffn" if runtime == "onnx-int8" else "fp32"
     return f"{MODEL_NAME}@{WEIGHTS_SHA256[:12]}/{precision}"
 
 

@@ -22,11 +22,12 @@ class EmbedderSettings(BaseSettings):
 
     runtime: Runtime = "torch"
     """``torch`` (sentence-transformers), ``onnx`` (ONNX Runtime fp32, the same vectors) or ``onnx-int8``
-    (dynamically quantised; its own vectors). The rule for the default (bench/embed_bench.py): the fastest
-    variant within 0.005 SciFact nDCG@10 of PyTorch with mean cosine >= 0.99. Measured on the shared 2-core
-    machine (bench/results/embed-throughput-2026-12-02-nospin-128.json) ONNX fp32 ran at 1.02x and int8 at 2.08x
-    PyTorch, but int8's nDCG was not measured (and it needs a re-index), so PyTorch stays the default until
-    ``make bench-embed`` confirms int8. Vectors of another precision in an index are refused at startup."""
+    (feed-forward weights dynamically quantised; its own vectors). The rule for the default (bench/embed_bench.py):
+    the fastest variant within 0.005 SciFact nDCG@10 of PyTorch with mean cosine >= 0.99. Export version 2 (fused
+    attention) measured fp32 ONNX at 1.38x and int8 at 2.23x PyTorch, int8 at mean cosine 0.9956 and nDCG@10 0.0002
+    below PyTorch on the quick SciFact sample only (bench/results/embed-int8-scope-2026-12-03.json); the rule asks
+    for the full corpus, and int8 needs a re-index, so PyTorch stays the default until ``make bench-embed``
+    confirms int8 there. Vectors of another precision in an index are refused at startup."""
     cache_dir: pathlib.Path | None = None
     """Where exported ONNX files are kept, one folder per weights hash; unset: ``<DOCUTHINKER_DATA_DIR>/models``."""
     threads: int = Field(default=0, ge=0, le=256)

@@ -100,7 +100,7 @@ class DocumentCatalog:
         return record, data
 
     async def delete(self, tenant: str, document_id: str) -> int:
-        """Removes the document from SQLite, Chroma, FAISS and BM25, and its original bytes."""
+        """Removes the document from SQLite, the vector log, FAISS and BM25, and its original bytes."""
         await self.get(tenant, document_id)
         async with self._locks.hold(document_id):
             # Looked up again under the lock: an ingest that held it may have dropped a bad upload.

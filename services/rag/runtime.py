@@ -1,7 +1,7 @@
 """Assembles the RAG service's stores and pipeline under one data directory.
 
 Layout of ``<DOCUTHINKER_DATA_DIR>/rag``: ``metadata.sqlite3`` (SQLite WAL), ``originals/``
-(uploaded bytes by content hash), ``chroma/`` (vectors), ``bm25/`` (keyword indexes).
+(uploaded bytes by content hash), ``chroma/`` (vectors: the SQLite vector log; the folder keeps the name it had when Chroma held them), ``bm25/`` (keyword indexes).
 With ``DOCUTHINKER_STORE_BACKEND=postgres`` all of it lives in the shared PostgreSQL database
 instead (``services.rag.store.pg_*``), and the data directory holds only per-replica caches.
 """
@@ -92,7 +92,7 @@ class RagRuntime:
         *,
         storage: StorageSettings,
     ) -> RagRuntime:
-        """Opens (or creates) every store and rebuilds FAISS from Chroma; blocking (run it in a thread)."""
+        """Opens (or creates) every store and rebuilds FAISS from the vector log; blocking (run it in a thread)."""
         root = pathlib.Path(data_dir) / "rag"
         if storage.postgres:
             metadata, blobs, vectors, keyword, index = open_postgres_stores(

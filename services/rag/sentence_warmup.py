@@ -3,8 +3,9 @@
 Answering embeds every sentence of its evidence pool; without this the first question on a new
 document pays for all of them (about 0.4 s with PyTorch on 2 cores) and the next one finds
 them cached. After a document is indexed its chunks' sentences are embedded into the same cache
-once ingestion is idle (they would compete with it for the cores), so the first question costs
-about what the next one does. Documents with more sentences than ``max_sentences`` are warmed
+once ingestion is idle (they would compete with it for the cores), and, given ``analyse``, their
+spaCy entities too (the larger part of the cold cost, with spaCy's first load), so the first
+question costs about what the next one does. Documents with more sentences than ``max_sentences`` are warmed
 only up to it, so one huge upload cannot evict every other document's vectors.
 """
 
@@ -22,8 +23,11 @@ log = logging.getLogger("docuthinker.rag.warmup")
 
 class SentenceWarmer:
     def __init__(self, cache: CachedEncoder, busy: Callable[[], bool] = lambda: False,
-                 max_sentences: int = 10_000, poll_s: float = 0.05) -> None:
+                 max_sentences: int = 10_000, poll_s: float = 0.05,
+                 analyse: Callable[[Sequence[str]], None] | None = None) -> None:
+        """``analyse``: also run on each batch (the service fills spaCy's entity cache with it)."""
         self._cache = cache
+        self._analyse = analyse
         self._busy = busy
         self._max = max_sentences
         self._poll_s = poll_s
@@ -44,6 +48,8 @@ class SentenceWarmer:
             batch, self._pending = self._pending[:512], self._pending[512:]
             try:
                 await asyncio.to_thread(self._cache.encode, batch)
+                if self._analyse is not None:
+                    await asyncio.to_thread(self._analyse, batch)
             except Exception as exc:
                 log.warning("sentence warm-up failed", exc_info=exc)
 

@@ -1,7 +1,7 @@
 """Wires the RAG service into the shared runtime.
 
 Startup (before SERVING): load the embedding model (hash-checked), open the stores, reload
-FAISS (HNSW snapshots, the rest from Chroma); wire the sentence-cache warm-up; then resume documents a crash left mid-ingestion, in the background, and
+FAISS (HNSW snapshots, the rest from the vector log); wire the sentence-cache warm-up; then resume documents a crash left mid-ingestion, in the background, and
 start the graph-sync worker (``graph_link``) when a graph feed is wired (``binding`` does).
 """
 
@@ -27,6 +27,7 @@ from services.rag.graph_sync.port import GraphSync
 from services.rag.ingest.embedding import TextEmbedder
 from services.rag.runtime import RagRuntime, metadata_path
 from services.rag.crew import CrewSettings
+from services.rag.answers import spans
 from services.rag.sentence_warmup import SentenceWarmer
 from services.rag.servicer import RagServicer
 from services.rag.settings import RagSettings
@@ -77,6 +78,7 @@ class RagService:
         self.router = router or Router.from_settings(self.providers)
         self.transcriber: WhisperTranscriber | None = None
         self.speech_task: asyncio.Task | None = None
+        self.spacy_task: asyncio.Future | None = None
         self.graph: GraphLink | None = None
         self.servicer: RagServicer | None = None
         self.runtime: RagRuntime | None = None
@@ -103,7 +105,9 @@ class RagService:
                               graph_sync, audio, storage=self.storage)
         )
         sentence_cache = CachedEncoder(model)
-        self.warmer = SentenceWarmer(sentence_cache, busy=lambda: self.runtime is not None and self.runtime.pipeline.busy)
+        self.warmer = SentenceWarmer(sentence_cache, busy=lambda: self.runtime is not None and self.runtime.pipeline.busy,
+                                     analyse=spans.warm)
+        self.spacy_task = asyncio.ensure_future(asyncio.to_thread(spans.warm, ()))  # spaCy's first load, off the first question
         runtime.pipeline.on_indexed = self.warmer.notify
         answers, agents = build_answering(runtime.index, runtime.metadata, model, self.answer_settings,
                                           self.router, related_documents=graph_related(GraphClient(self.channels)),
@@ -131,8 +135,9 @@ class RagService:
             await self.servicer.analysis.close()
         if self.warmer is not None:
             await self.warmer.close()
-        if self.speech_task is not None:
-            await asyncio.gather(self.speech_task, return_exceptions=True)
+        for task in (self.speech_task, self.spacy_task):
+            if task is not None:
+                await asyncio.gather(task, return_exceptions=True)
         if self.graph is not None:
             await self.graph.stop()  # before the stores close: the worker reads them
         if self.runtime is not None:

@@ -64,7 +64,7 @@ class MeshSettings(BaseSettings):
     """An Envoy listener serving only its Prometheus stats (``/stats/prometheus``), for a Prometheus that cannot
     reach the admin port (a cluster); 0: none."""
     data_dir: pathlib.Path = pathlib.Path("data")
-    """Root of every embedded store (SQLite, Chroma, FAISS, BM25, graph)."""
+    """Root of every embedded store (SQLite, vector log, FAISS, BM25, graph)."""
     log_dir: pathlib.Path = pathlib.Path("logs")
     """Where ``make run`` writes one log per process."""
     log_level: str = "INFO"

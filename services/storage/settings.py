@@ -16,7 +16,7 @@ class StorageSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DOCUTHINKER_", frozen=True, extra="ignore")
 
     store_backend: Literal["embedded", "postgres"] = "embedded"
-    """Where the RAG and orchestrator state lives: ``embedded`` (SQLite, Chroma, FAISS, BM25 files) or
+    """Where the RAG and orchestrator state lives: ``embedded`` (SQLite, vector log, FAISS, BM25 files) or
     ``postgres`` (one PostgreSQL database with the pgvector extension)."""
     postgres_dsn: SecretStr = SecretStr("")
     """libpq connection string or URI of that database (required with ``postgres``), e.g.

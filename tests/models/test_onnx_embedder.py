@@ -69,3 +69,18 @@ def identity_hash() -> str:
 def test_identity_separates_precisions_not_runtimes() -> None:
     assert identity("torch") == identity("onnx")  # the same fp32 function (cosine > 0.9999 above)
     assert identity("onnx-int8") != identity("onnx")
+
+
+def test_the_export_fuses_attention_and_int8_quantises_only_the_feed_forward(settings) -> None:
+    """Version 1 exported SDPA attention that no optimizer pass fused (0.94x PyTorch, bench/onnx_variants.py)."""
+    import collections
+
+    import onnx
+
+    build_embedder(settings, "onnx-int8")
+    folder = onnx_export.export_dir(settings.cache_dir, "all-MiniLM-L6-v2", identity_hash())
+    fp32 = collections.Counter(n.op_type for n in onnx.load(str(folder / "model-fp32.onnx")).graph.node)
+    int8 = collections.Counter(n.op_type for n in onnx.load(str(folder / "model-int8.onnx")).graph.node)
+    assert fp32["Attention"] == 6 and fp32["EmbedLayerNormalization"] == 1
+    assert int8["Attention"] == 6 and int8["MatMulInteger"] == 12  # two feed-forward MatMuls per layer
+    assert identity("onnx-int8").endswith("/int8-ffn")  # never the all-int8 vectors of export version 1

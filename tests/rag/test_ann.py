@@ -114,7 +114,7 @@ def test_a_crash_mid_snapshot_leaves_a_complete_index_after_restart(tmp_path, mo
     assert not list((tmp_path / "ann").glob(".*.tmp"))
 
 
-def test_a_torn_snapshot_file_is_rebuilt_from_chroma(tmp_path) -> None:
+def test_a_torn_snapshot_file_is_rebuilt_from_the_vector_log(tmp_path) -> None:
     vectors, ids = _vectors(500, 6), _ids(500)
     store = _store(tmp_path)
     store.add("t", "d", ids, vectors)
@@ -131,3 +131,24 @@ def test_another_embedder_is_refused_and_nothing_is_mixed(tmp_path) -> None:
     with pytest.raises(EmbedderMismatchError, match="test-model@1/fp32.*test-model@1/int8.*REINDEX"):
         _store(tmp_path, identity="test-model@1/int8")
     assert _store(tmp_path).stored_ids("t")  # the original embedder still opens its vectors
+
+
+def test_a_chroma_store_of_an_older_version_is_imported_once_with_its_identity(tmp_path) -> None:
+    import chromadb
+    from chromadb.config import Settings
+
+    vectors, ids = _vectors(40, 8), _ids(40)
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False))
+    collection = client.get_or_create_collection(
+        "test-model-32d", embedding_function=None,
+        metadata={"hnsw:space": "cosine", "model": "test-model", "dimension": DIM, "embedder": "test-model@1/int8"})
+    collection.upsert(ids=ids, embeddings=vectors, metadatas=[{"tenant": "t", "document_id": "d"}] * 40)
+    del collection, client
+
+    with pytest.raises(EmbedderMismatchError):  # the identity Chroma recorded came along
+        _store(tmp_path)
+    store = _store(tmp_path, identity="test-model@1/int8")
+    assert store.rebuild(set(ids)) == (40, 0)
+    assert store.search("t", vectors[3], 1)[0][0] == vector_key(ids[3])
+    assert sorted(store.stored_ids("t", "d")) == ids
+    assert not (tmp_path / "chroma" / "chroma.sqlite3").exists()  # imported once, then removed

@@ -2,7 +2,7 @@
 
 - ``metadata``: SQLite (WAL) documents, sections and chunk rows; the commit point of ingestion.
 - ``blobs``: the original bytes of every document, by content hash (reindex, crash resume).
-- ``vectors``: ChromaDB (durable) plus per-tenant FAISS indexes rebuilt from it (fast search).
+- ``vectors``: a SQLite vector log (durable, ``vector_log``) plus per-tenant FAISS indexes rebuilt from it (fast search).
 - ``keyword``: persisted per-tenant BM25 indexes (bm25s), rebuilt from SQLite when chunks change.
 - ``chunk_index``: the read/write facade retrieval builds on (dense, keyword, get_chunks).
 """

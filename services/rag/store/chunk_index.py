@@ -65,7 +65,7 @@ class ChunkIndex:
 
     # -- writes ----------------------------------------------------------------------
     def stage_vectors(self, tenant: str, document_id: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        """Writes vectors to Chroma and FAISS; they stay invisible until ``publish``."""
+        """Writes vectors to the vector log and FAISS; they stay invisible until ``publish``."""
         self.vectors.add(tenant, document_id, [c.chunk_id for c in chunks], vectors)
 
     def publish(
@@ -82,7 +82,7 @@ class ChunkIndex:
     def remove_document(self, tenant: str, document_id: str) -> int:
         """Deletes the document and its chunks from SQLite (visible at once), then from the vectors."""
         ids = self.metadata.delete_document(tenant, document_id)
-        # Chroma may also hold vectors of an attempt that never reached SQLite; remove those too.
+        # The vector log may also hold vectors of an attempt that never reached SQLite; remove those too.
         stray = self.vectors.stored_ids(tenant, document_id)
         self.vectors.remove(tenant, sorted(set(ids) | set(stray)))
         return len(ids)

@@ -2,7 +2,7 @@
 
 This store is the commit point of ingestion: a document's chunk rows and its READY status
 are written in one transaction, and every chunk read joins the documents table on READY.
-Vectors written to Chroma/FAISS before that commit are therefore invisible until it lands,
+Vectors written to the vector log/FAISS before that commit are therefore invisible until it lands,
 and a crash before it leaves nothing visible. Each tenant also has a ``generation`` counter,
 bumped with every change to its ready chunks, which derived indexes (BM25) compare against.
 

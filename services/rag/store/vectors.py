@@ -1,13 +1,14 @@
-"""Chunk vectors: ChromaDB is the durable copy, per-tenant FAISS indexes serve searches.
+"""Chunk vectors: a SQLite vector log is the durable copy, per-tenant FAISS indexes serve searches.
 
 A tenant's index is exact (inner product on L2-normalised vectors, i.e. cosine) until it holds
 ``hnsw_threshold`` vectors, then HNSW (``ann``), snapshotted under ``snapshot_dir``. At startup
-each tenant's index is reloaded from its snapshot (no graph rebuild) and completed from Chroma,
-or rebuilt from Chroma when it has none; vectors whose chunk rows are unknown to SQLite (a crash
-between the two writes) are deleted from Chroma then, so the stores converge. FAISS ids are
-``vector_key(chunk_id)``.
+each tenant's index is reloaded from its snapshot (no graph rebuild) and completed from the log,
+or rebuilt from the log when it has none; vectors whose chunk rows are unknown to the metadata
+store (a crash between the two writes) are deleted from the log then, so the stores converge.
+FAISS ids are ``vector_key(chunk_id)``. (ChromaDB was the durable copy until it was found to hold
+a second, float32 HNSW graph of every vector in memory: ``vector_log``.)
 
-The collection records the embedder's identity (model, weights hash, precision): opening it
+The log records the embedder's identity (model, weights hash, precision): opening it
 with another embedder raises ``EmbedderMismatchError`` instead of mixing two models' vectors.
 """
 
@@ -27,23 +28,18 @@ import numpy as np
 
 from services.rag.documents import vector_key
 from services.rag.store.ann import ExactIndex, HnswIndex, HnswParams
+from services.rag.store.vector_log import VectorLog
 
 log = logging.getLogger("docuthinker.rag.vectors")
 
-_CHROMA_BATCH = 1000
-
-
 def collection_name(model_name: str, dimension: int) -> str:
-    """Chroma collection named after the embedding model and dimension, e.g. ``all-MiniLM-L6-v2-384d``."""
+    """The vector set named after the embedding model and dimension, e.g. ``all-MiniLM-L6-v2-384d`` (the Chroma
+    collection of older versions had this name)."""
     return re.sub(r"[^A-Za-z0-9._-]", "-", f"{model_name}-{dimension}d")
 
 
 class EmbedderMismatchError(RuntimeError):
     """The index holds vectors of another embedder than the one the service runs."""
-
-
-def _chroma_metadata(model_name: str, dimension: int, identity: str) -> dict:
-    return {"hnsw:space": "cosine", "model": model_name, "dimension": dimension, "embedder": identity}
 
 
 class VectorStore:
@@ -53,9 +49,6 @@ class VectorStore:
                  legacy_identity: str | None = None) -> None:
         """``identity`` defaults to ``model_name`` (test embedders); a collection made before identities
         were recorded holds ``legacy_identity``'s vectors (default: ``identity``) and is stamped so."""
-        import chromadb
-        from chromadb.config import Settings
-
         root.mkdir(parents=True, exist_ok=True)
         faiss.omp_set_num_threads(search_threads)  # process-wide: FAISS has one OpenMP pool
         self.dimension = dimension
@@ -63,17 +56,15 @@ class VectorStore:
         self.hnsw_threshold = hnsw_threshold
         self.hnsw = hnsw or HnswParams()
         self._snapshots = snapshot_dir or root.parent / "ann"
-        self._client = chromadb.PersistentClient(
-            path=str(root), settings=Settings(anonymized_telemetry=False, allow_reset=False)
-        )
         self._name = collection_name(model_name, dimension)
-        self._collection = self._client.get_or_create_collection(
-            self._name, embedding_function=None, metadata=_chroma_metadata(model_name, dimension, self.identity),
-        )
-        recorded = (self._collection.metadata or {}).get("embedder")
-        if recorded is None:  # made before identities were recorded: by ``legacy_identity``
-            recorded = legacy_identity or self.identity
-            self._collection.modify(metadata=_chroma_metadata(model_name, dimension, recorded))
+        self._log = VectorLog(root, dimension)
+        recorded = self._log.get_meta("embedder")
+        if recorded is None:
+            if (root / "chroma.sqlite3").exists():  # written by a version that kept vectors in Chroma
+                recorded = self._log.import_chroma(root, self._name) or legacy_identity or self.identity
+            else:
+                recorded = self.identity
+            self._log.set_meta("embedder", recorded)
         if recorded != self.identity and check_identity:
             raise EmbedderMismatchError(
                 f"the index holds vectors of {recorded}, the service runs {self.identity}: set "
@@ -86,17 +77,20 @@ class VectorStore:
 
     @property
     def collection(self) -> str:
-        return self._collection.name
+        """The name of the vector set: model and dimension, e.g. ``all-MiniLM-L6-v2-384d``."""
+        return self._name
 
     def reset(self) -> None:
-        """Drops every vector and snapshot and stamps the empty collection with this store's identity."""
+        """Drops every vector and snapshot and stamps the empty store with this store's identity."""
         with self._lock:
-            self._client.delete_collection(self._name)
-            self._collection = self._client.get_or_create_collection(
-                self._name, embedding_function=None,
-                metadata=_chroma_metadata(self._model_name, self.dimension, self.identity))
+            self._log.clear()
+            self._log.set_meta("embedder", self.identity)
             shutil.rmtree(self._snapshots, ignore_errors=True)
             self._faiss.clear()
+
+    def snapshot_path(self, tenant: str) -> pathlib.Path:
+        """Where the tenant's HNSW snapshot lives (benchmarks place prebuilt ones there)."""
+        return self._snapshot(tenant)
 
     def _snapshot(self, tenant: str) -> pathlib.Path:
         return self._snapshots / f"{hashlib.sha256(tenant.encode()).hexdigest()[:32]}.npz"
@@ -141,28 +135,20 @@ class VectorStore:
                     self._save(tenant)
 
     def rebuild(self, known_chunk_ids: set[str]) -> tuple[int, int]:
-        """Loads each tenant's HNSW snapshot and completes it from Chroma (or rebuilds it from Chroma);
-        deletes Chroma vectors without a chunk row. Returns (vectors indexed, orphans)."""
+        """Loads each tenant's HNSW snapshot and completes it from the log (or rebuilds it from the log);
+        deletes logged vectors without a chunk row. Returns (vectors indexed, orphans)."""
         with self._lock:
             self._faiss.clear()
             orphans: list[str] = []
             by_tenant: dict[str, list[str]] = {}
-            offset = 0
-            while True:
-                page = self._collection.get(include=["metadatas"], limit=20_000, offset=offset)
-                ids = page["ids"]
-                if not ids:
-                    break
-                offset += len(ids)
-                for chunk_id, meta in zip(ids, page["metadatas"] or [], strict=True):
-                    if chunk_id not in known_chunk_ids:
-                        orphans.append(chunk_id)
-                    else:
-                        by_tenant.setdefault(str(meta["tenant"]), []).append(chunk_id)
+            for chunk_id, tenant in self._log.tenants_of():
+                if chunk_id not in known_chunk_ids:
+                    orphans.append(chunk_id)
+                else:
+                    by_tenant.setdefault(tenant, []).append(chunk_id)
             for tenant, chunk_ids in by_tenant.items():
                 self._load_tenant(tenant, chunk_ids)
-            for start in range(0, len(orphans), _CHROMA_BATCH):
-                self._collection.delete(ids=orphans[start : start + _CHROMA_BATCH])
+            self._log.delete(orphans)
             for stale in self._snapshots.glob(".*.tmp"):  # a crash mid-snapshot
                 stale.unlink(missing_ok=True)
             loaded = sum(index.count for index in self._faiss.values())
@@ -184,43 +170,33 @@ class VectorStore:
                 stale = [k for k in index.live_keys() if k not in wanted]
                 if stale:
                     index.remove(np.array(stale, dtype=np.int64))
-                missing = [c for k, c in wanted.items() if not index.has_key(k)]
-                self._add_from_chroma(tenant, missing)
+                held = index.has_keys(np.fromiter(wanted, dtype=np.int64, count=len(wanted)))
+                missing = [c for c, ok in zip(wanted.values(), held.tolist(), strict=True) if not ok]
+                self._add_from_log(tenant, missing)
                 if missing or stale:
                     self._save(tenant)
                 return
-        self._add_from_chroma(tenant, chunk_ids)
+        self._add_from_log(tenant, chunk_ids)
 
-    def _add_from_chroma(self, tenant: str, chunk_ids: list[str]) -> None:
-        for start in range(0, len(chunk_ids), 5000):
-            page = self._collection.get(ids=chunk_ids[start : start + 5000], include=["embeddings"])
-            if not page["ids"]:
-                continue
-            keys = np.array([vector_key(c) for c in page["ids"]], dtype=np.int64)
-            self._grow(tenant, keys, np.ascontiguousarray(np.asarray(page["embeddings"], dtype=np.float32)))
+    def _add_from_log(self, tenant: str, chunk_ids: list[str]) -> None:
+        for ids, vectors in self._log.vectors(chunk_ids):
+            self._grow(tenant, np.array([vector_key(c) for c in ids], dtype=np.int64), vectors)
 
     def add(self, tenant: str, document_id: str, chunk_ids: Sequence[str], vectors: np.ndarray) -> None:
-        """Writes vectors durably (Chroma) and into the tenant's FAISS index; replaces same ids."""
+        """Writes vectors durably (the vector log) and into the tenant's FAISS index; replaces same ids."""
         if not chunk_ids:
             return
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         keys = np.array([vector_key(c) for c in chunk_ids], dtype=np.int64)
         with self._lock:
-            for start in range(0, len(chunk_ids), _CHROMA_BATCH):
-                stop = start + _CHROMA_BATCH
-                self._collection.upsert(
-                    ids=list(chunk_ids[start:stop]),
-                    embeddings=vectors[start:stop],
-                    metadatas=[{"tenant": tenant, "document_id": document_id}] * len(chunk_ids[start:stop]),
-                )
+            self._log.upsert(tenant, document_id, chunk_ids, vectors)
             self._grow(tenant, keys, vectors)
 
     def remove(self, tenant: str, chunk_ids: Sequence[str]) -> None:
         if not chunk_ids:
             return
         with self._lock:
-            for start in range(0, len(chunk_ids), _CHROMA_BATCH):
-                self._collection.delete(ids=list(chunk_ids[start : start + _CHROMA_BATCH]))
+            self._log.delete(chunk_ids)
             index = self._faiss.get(tenant)
             if index is not None:
                 index.remove(np.array([vector_key(c) for c in chunk_ids], dtype=np.int64))
@@ -253,12 +229,9 @@ class VectorStore:
             return self._index(tenant).kind
 
     def stored_ids(self, tenant: str, document_id: str | None = None) -> list[str]:
-        """Chunk ids held by Chroma for this tenant (and document)."""
-        where: dict = {"tenant": tenant}
-        if document_id is not None:
-            where = {"$and": [{"tenant": tenant}, {"document_id": document_id}]}
+        """Chunk ids held durably for this tenant (and document)."""
         with self._lock:
-            return list(self._collection.get(where=where, include=[])["ids"])
+            return self._log.stored_ids(tenant, document_id)
 
     def has_key(self, tenant: str, key: int) -> bool:
         with self._lock:
