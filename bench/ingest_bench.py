@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import httpx
 import psutil
 
+from services.models.settings import embedder_settings
 from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
 from services.rag.ingest.formats import validate_upload
 from services.rag.ingest.parsers import parse
@@ -191,10 +192,11 @@ def end_to_end(mesh, corpus: Corpus, warm: Upload) -> dict:
     }
 
 
-def raw_encode(texts: list[str], batch_size: int, repeats: int) -> dict:
+def raw_encode(texts: list[str], repeats: int) -> dict:
     from services.models.embedder import get_embedder
 
     embedder = get_embedder()
+    batch_size = embedder.batch_size
     # A worker thread, as the service's pipeline calls encode (asyncio.to_thread), so the limit is
     # measured the way the service runs (see bench/README.md on OpenMP spin-waiting).
     with ThreadPoolExecutor(max_workers=1) as worker:
@@ -236,7 +238,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "load_avg_at_start": [round(x, 2) for x in os.getloadavg()]},
         "settings": {"chunk_size": settings.chunk_size, "chunk_overlap": settings.chunk_overlap,
-                     "embed_batch_size": settings.embed_batch_size,
+                     "embed_batch_size": embedder_settings().batch_size or "the runtime's best",
                      "embed_progress_every": settings.embed_progress_every},
         "corpora": {},
     }
@@ -247,12 +249,12 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
             for corpus in corpora:
                 texts = corpus.chunk_texts
                 print(f"[ingest-bench] {corpus.name}: raw encode of {len(texts)} chunks", flush=True)
-                before = raw_encode(texts, settings.embed_batch_size, args.raw_repeats)
+                before = raw_encode(texts, args.raw_repeats)
                 print(f"[ingest-bench] {corpus.name}: uploading {len(corpus.uploads)} files through Envoy", flush=True)
                 e2e = end_to_end(mesh, corpus, warm)
                 time.sleep(3)  # let the background BM25 rebuild finish before timing again
                 print(f"[ingest-bench] {corpus.name}: raw encode again", flush=True)
-                after = raw_encode(texts, settings.embed_batch_size, args.raw_repeats)
+                after = raw_encode(texts, args.raw_repeats)
                 raw_cps = (before["chunks_per_s"] + after["chunks_per_s"]) / 2
                 embed_s = e2e["stage_ms_total"].get("embed_ms", 0.0) / 1000
                 results["corpora"][corpus.name] = {

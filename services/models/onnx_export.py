@@ -26,6 +26,13 @@ def export_dir(cache_root: pathlib.Path, model_name: str, weights_sha256: str) -
     return pathlib.Path(cache_root) / f"{model_name}-{weights_sha256[:16]}-onnx{EXPORT_VERSION}"
 
 
+FILES = {"onnx": "model-fp32.onnx", "onnx-int8": "model-int8.onnx"}
+
+
+def is_complete(folder: pathlib.Path) -> bool:
+    return all((folder / name).is_file() for name in FILES.values())
+
+
 def _tmp(path: pathlib.Path) -> pathlib.Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
@@ -91,7 +98,7 @@ def ensure_exported(model_dir: pathlib.Path, cache_root: pathlib.Path, model_nam
     """Paths of the ``onnx`` (fp32, optimised) and ``onnx-int8`` files, exporting what is missing."""
     folder = export_dir(cache_root, model_name, weights_sha256)
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {"onnx": folder / "model-fp32.onnx", "onnx-int8": folder / "model-int8.onnx"}
+    paths = {runtime: folder / name for runtime, name in FILES.items()}
     if not paths["onnx"].exists():
         log.info("exporting ONNX model", extra={"fields": {"folder": str(folder)}})
         raw = _tmp(folder / "raw.onnx")

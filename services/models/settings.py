@@ -20,24 +20,35 @@ class EmbedderSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="DOCUTHINKER_EMBED_", frozen=True, extra="ignore")
 
-    runtime: Runtime = "torch"
-    """``torch`` (sentence-transformers), ``onnx`` (ONNX Runtime fp32, the same vectors) or ``onnx-int8``
-    (feed-forward weights dynamically quantised; its own vectors). The rule for the default (bench/embed_bench.py):
-    the fastest variant within 0.005 SciFact nDCG@10 of PyTorch with mean cosine >= 0.99. Export version 2 (fused
-    attention) measured fp32 ONNX at 1.38x and int8 at 2.23x PyTorch, int8 at mean cosine 0.9956 and nDCG@10 0.0002
-    below PyTorch on the quick SciFact sample only (bench/results/embed-int8-scope-2026-12-03.json); the rule asks
-    for the full corpus, and int8 needs a re-index, so PyTorch stays the default until ``make bench-embed``
-    confirms int8 there. Vectors of another precision in an index are refused at startup."""
+    runtime: Runtime = "onnx"
+    """``onnx`` (ONNX Runtime fp32: PyTorch's vectors, so no re-index), ``onnx-int8`` (feed-forward weights
+    dynamically quantised; its own vectors) or ``torch`` (sentence-transformers; the one for DOCUTHINKER_DEVICE=cuda).
+    The default is the rule of bench/embed_bench.py: the fastest variant within 0.005 SciFact dense nDCG@10 (full
+    corpus) of PyTorch with mean cosine >= 0.99, else fp32 ONNX. bench/results/embed-2026-12-03.json: fp32 1.27x
+    PyTorch (cosine 1.0); int8 1.86x, cosine 0.9956, dense nDCG@10 0.6791 vs 0.6850 (0.0059 below: outside the
+    bound; fused 0.7294 vs 0.7280), so fp32. Vectors of another precision in an index are refused at startup."""
     cache_dir: pathlib.Path | None = None
-    """Where exported ONNX files are kept, one folder per weights hash; unset: ``<DOCUTHINKER_DATA_DIR>/models``."""
+    """Where exported ONNX files are kept, one folder per weights hash; unset: the install's export (``make setup``
+    writes it under ``<venv>/share/docuthinker/models``), else ``<DOCUTHINKER_DATA_DIR>/models`` on first use."""
     threads: int = Field(default=0, ge=0, le=256)
     """ONNX Runtime intra-op threads of one forward pass; 0: all cores (one pass runs at a time per process)."""
-    batch_size: int = Field(default=32, ge=1, le=512)
-    """Texts per forward pass (texts are sorted by length first, so a batch pads little)."""
+    batch_size: int = Field(default=0, ge=0, le=512)
+    """Texts per forward pass (texts are sorted by length first, so a batch pads little); 0: the runtime's
+    measured best (``BEST_BATCH_SIZE``: ONNX 4, PyTorch 16). On 2 cores ONNX Runtime gains nothing from
+    larger batches and loses to padding in the small, mixed passes of concurrent uploads (services/rag/README.md)."""
     batch_wait_ms: float = Field(default=5.0, ge=0, le=1000)
     """How long a forward pass waits for texts from other concurrent requests to fill it (micro-batching)."""
     batch_max_texts: int = Field(default=256, ge=1, le=8192)
     """Most texts gathered from concurrent requests into one ``encode`` call."""
+
+
+BEST_BATCH_SIZE: dict[str, int] = {"onnx": 4, "onnx-int8": 4, "torch": 16}
+"""Chunks/s on 768 SciFact chunks, batch 4 / 8 / 16: fp32 ONNX 53.2 / 50.9 / 49.4, int8 80.9 / 77.9 / 73.6,
+PyTorch 37.3 / 40.6 / 41.9 (one run, 2 cores, 2026-12-03)."""
+
+
+def batch_size_for(settings: EmbedderSettings, runtime: str) -> int:
+    return settings.batch_size or BEST_BATCH_SIZE[runtime]
 
 
 @lru_cache(maxsize=1)

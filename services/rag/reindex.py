@@ -55,7 +55,7 @@ def open_vectors(root: pathlib.Path, settings: RagSettings, embedder: TextEmbedd
     return store(), True
 
 
-def reembed_all(metadata: MetadataStore, vectors: VectorStore, embedder: TextEmbedder, batch_size: int) -> int:
+def reembed_all(metadata: MetadataStore, vectors: VectorStore, embedder: TextEmbedder) -> int:
     """Embeds every READY chunk again into the (emptied) store; returns the number of chunks."""
     total = 0
     for tenant in metadata.tenants():
@@ -69,7 +69,7 @@ def reembed_all(metadata: MetadataStore, vectors: VectorStore, embedder: TextEmb
                 chunks = metadata.document_chunks(tenant, record.document_id)
                 if not chunks:
                     continue
-                vectors_ = np.asarray(embedder.encode([c.text for c in chunks], batch_size), dtype=np.float32)
+                vectors_ = np.asarray(embedder.encode([c.text for c in chunks]), dtype=np.float32)
                 vectors.add(tenant, record.document_id, [c.chunk_id for c in chunks], vectors_)
                 total += len(chunks)
     log.info("re-index done", extra={"fields": {"chunks": total}})

@@ -61,7 +61,6 @@ def pipeline_config(settings: RagSettings, max_upload_bytes: int,
             detect_orientation=settings.ocr_detect_orientation,
             workers=settings.ocr_workers,
         )),
-        embed_batch_size=settings.embed_batch_size,
         embed_progress_every=settings.embed_progress_every,
         max_tenant_chunks=settings.max_tenant_chunks,
         audio=audio,
@@ -105,7 +104,7 @@ class RagRuntime:
             vectors, stale = open_vectors(root, settings, embedder)
             loaded, orphans = vectors.rebuild(metadata.known_chunk_ids())
             if stale:
-                reembed_all(metadata, vectors, embedder, settings.embed_batch_size)
+                reembed_all(metadata, vectors, embedder)
             keyword = KeywordIndex(root / "bm25", metadata)
             keyword.load()
             index = ChunkIndex(metadata, vectors, keyword)

@@ -20,6 +20,11 @@ from services.rag.answers.vectors import CachedEncoder
 
 log = logging.getLogger("docuthinker.rag.warmup")
 
+BATCH = 32
+"""Sentences embedded (and analysed) per step between two looks at whether ingestion is busy."""
+MAX_BACKLOG = 1000
+"""Documents waiting for their warm-up; past it the oldest is skipped (it is an optimisation, never owed)."""
+
 
 class SentenceWarmer:
     def __init__(self, cache: CachedEncoder, busy: Callable[[], bool] = lambda: False,
@@ -31,27 +36,43 @@ class SentenceWarmer:
         self._busy = busy
         self._max = max_sentences
         self._poll_s = poll_s
-        self._pending: list[str] = []
+        self._documents: list[list[str]] = []
         self._task: asyncio.Task | None = None
 
     def notify(self, chunk_texts: Sequence[str]) -> None:
-        """Called on the event loop when a document's chunks became searchable."""
-        sentences = list(dict.fromkeys(s.text for text in chunk_texts for s in split_sentences(text)))
-        self._pending += sentences[: self._max]
+        """Called on the event loop when a document's chunks became searchable; the sentence split (spaCy)
+        happens in the background task's worker thread, never on the loop."""
+        self._documents.append(list(chunk_texts))
+        if len(self._documents) > MAX_BACKLOG:  # a long stream of uploads: the oldest are the least likely asked
+            del self._documents[0]
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
 
+    def _sentences(self, chunk_texts: list[str]) -> list[str]:
+        return list(dict.fromkeys(s.text for text in chunk_texts for s in split_sentences(text)))[: self._max]
+
     async def _run(self) -> None:
-        while self._pending:
-            while self._busy():
-                await asyncio.sleep(self._poll_s)
-            batch, self._pending = self._pending[:512], self._pending[512:]
+        while self._documents:
+            await self._idle()
             try:
-                await asyncio.to_thread(self._cache.encode, batch)
-                if self._analyse is not None:
-                    await asyncio.to_thread(self._analyse, batch)
+                sentences = await asyncio.to_thread(self._sentences, self._documents.pop(0))
             except Exception as exc:
                 log.warning("sentence warm-up failed", exc_info=exc)
+                continue
+            # Small batches: an upload that arrives meanwhile waits for one of them at most (~0.3 s), not a document.
+            for start in range(0, len(sentences), BATCH):
+                await self._idle()
+                batch = sentences[start : start + BATCH]
+                try:
+                    await asyncio.to_thread(self._cache.encode, batch)
+                    if self._analyse is not None:
+                        await asyncio.to_thread(self._analyse, batch)
+                except Exception as exc:
+                    log.warning("sentence warm-up failed", exc_info=exc)
+
+    async def _idle(self) -> None:
+        while self._busy():
+            await asyncio.sleep(self._poll_s)
 
     async def drain(self) -> None:
         """Waits until everything notified is cached (tests, benchmarks)."""

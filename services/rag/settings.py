@@ -20,8 +20,6 @@ class RagSettings(BaseSettings):
     """Largest chunk, in characters; chunks end on paragraph or sentence boundaries."""
     chunk_overlap: int = Field(default=120, ge=0)
     """Characters repeated from the end of one chunk at the start of the next; must be < chunk_size."""
-    embed_batch_size: int = Field(default=32, ge=1, le=512)
-    """Chunks per forward pass of the embedding model."""
     embed_progress_every: int = Field(default=128, ge=1)
     """Chunks embedded between two "embedded k of n" progress events (one encode call each)."""
     max_pages: int = Field(default=2000, ge=1)

@@ -84,3 +84,21 @@ def test_the_export_fuses_attention_and_int8_quantises_only_the_feed_forward(set
     assert fp32["Attention"] == 6 and fp32["EmbedLayerNormalization"] == 1
     assert int8["Attention"] == 6 and int8["MatMulInteger"] == 12  # two feed-forward MatMuls per layer
     assert identity("onnx-int8").endswith("/int8-ffn")  # never the all-int8 vectors of export version 1
+
+
+def test_an_unset_cache_uses_the_install_export_when_setup_made_one(tmp_path, monkeypatch) -> None:
+    """Every data directory of one install (each test's, each replica's) shares the export of ``make setup``."""
+    from services.models import embedder
+
+    install = tmp_path / "install"
+    monkeypatch.setattr(embedder, "install_cache_dir", lambda: install)
+    monkeypatch.setenv("DOCUTHINKER_DATA_DIR", str(tmp_path / "data"))
+    unset = EmbedderSettings(cache_dir=None)
+    assert embedder.onnx_cache_dir(unset) == tmp_path / "data" / "models"  # no install export: first use exports
+    folder = onnx_export.export_dir(install, "all-MiniLM-L6-v2", identity_hash())
+    folder.mkdir(parents=True)
+    (folder / onnx_export.FILES["onnx"]).write_bytes(b"")
+    assert embedder.onnx_cache_dir(unset) == tmp_path / "data" / "models"  # half an export is not one
+    (folder / onnx_export.FILES["onnx-int8"]).write_bytes(b"")
+    assert embedder.onnx_cache_dir(unset) == install
+    assert embedder.onnx_cache_dir(EmbedderSettings(cache_dir=tmp_path / "mine")) == tmp_path / "mine"

@@ -20,7 +20,7 @@ def open_runtime(tmp_path: pathlib.Path, storage):
     opened: list[RagRuntime] = []
 
     def factory(embedder=None, **settings) -> RagRuntime:
-        defaults = {"keyword_refresh_delay_s": 0.0, "embed_progress_every": 4, "embed_batch_size": 4}
+        defaults = {"keyword_refresh_delay_s": 0.0, "embed_progress_every": 4}
         runtime = RagRuntime.open(
             tmp_path, RagSettings(**{**defaults, **settings}), MAX_UPLOAD, embedder or HashEmbedder(),
             storage=storage,

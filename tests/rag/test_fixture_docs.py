@@ -40,7 +40,7 @@ def _parsed(docs, name: str, ocr: PageReader | None = None):
 
 
 async def test_every_fixture_is_ingested_or_refused_with_the_right_error(docs, open_runtime) -> None:
-    runtime = open_runtime(get_embedder(), embed_batch_size=32, embed_progress_every=128)
+    runtime = open_runtime(get_embedder(), embed_progress_every=128)
     names = sorted(p.name for p in docs.iterdir())
     assert len(names) >= 25 and set(REFUSED) <= set(names)
     for name in names:

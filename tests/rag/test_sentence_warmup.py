@@ -42,3 +42,22 @@ async def test_warm_up_waits_for_ingestion_to_go_idle() -> None:
     busy[0] = False
     await warmer.drain()
     assert model.calls == [2]
+
+
+async def test_a_long_stream_of_uploads_keeps_only_the_newest_backlog(monkeypatch) -> None:
+    from services.rag import sentence_warmup
+
+    monkeypatch.setattr(sentence_warmup, "MAX_BACKLOG", 2)
+    model = HashEmbedder()
+    busy = [True]
+    cache = CachedEncoder(model)
+    warmer = SentenceWarmer(cache, busy=lambda: busy[0], poll_s=0.01)
+    for word in ("first", "second", "third"):
+        warmer.notify([f"The {word} document has one sentence."])
+    busy[0] = False
+    await warmer.drain()
+    model.calls.clear()
+    cache.encode(["The second document has one sentence.", "The third document has one sentence."])
+    assert model.calls == []  # both newest were warmed
+    cache.encode(["The first document has one sentence."])
+    assert model.calls == [1]  # the oldest was skipped

@@ -26,15 +26,15 @@ class TextEmbedder(Protocol):
 
 
 async def embed_in_groups(
-    embedder: TextEmbedder, texts: Sequence[str], batch_size: int, group_size: int, out: np.ndarray
+    embedder: TextEmbedder, texts: Sequence[str], group_size: int, out: np.ndarray
 ) -> AsyncIterator[int]:
-    """Fills ``out`` (len(texts) x dimension) and yields the number of texts embedded so far."""
+    """Fills ``out`` (len(texts) x dimension) and yields the number of texts embedded so far; the embedder
+    cuts each group into forward passes of its own batch size (``DOCUTHINKER_EMBED_BATCH_SIZE``)."""
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
-    group_size = max(group_size, batch_size)
     done = 0
     for start in range(0, len(order), group_size):
         rows = order[start : start + group_size]
-        vectors = await asyncio.to_thread(embedder.encode, [texts[i] for i in rows], batch_size)
+        vectors = await asyncio.to_thread(embedder.encode, [texts[i] for i in rows])
         if vectors.shape != (len(rows), out.shape[1]):
             raise RuntimeError(f"embedder returned {vectors.shape}, expected {(len(rows), out.shape[1])}")
         out[rows] = vectors

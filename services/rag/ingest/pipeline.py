@@ -286,8 +286,7 @@ class IngestionPipeline:
             embedder = self.embedder
             vectors = np.zeros((len(chunks), embedder.dimension), dtype=np.float32)
             texts = [c.text for c in chunks]
-            async for done in embed_in_groups(embedder, texts, self._config.embed_batch_size,
-                                              self._config.embed_progress_every, vectors):
+            async for done in embed_in_groups(embedder, texts, self._config.embed_progress_every, vectors):
                 lease.check()
                 job.emit(IngestProgress(IngestStage.EMBEDDED, done, len(chunks), f"embedded {done} of {len(chunks)}"))
             timings.lap("embed_ms")

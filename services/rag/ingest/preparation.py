@@ -33,7 +33,6 @@ class PipelineConfig:
     """Reads scanned PDF pages and page images; None: such documents are refused."""
     audio: AudioReader | None = None
     """Transcribes audio and video documents; None: they are refused."""
-    embed_batch_size: int = 32
     embed_progress_every: int = 128
     max_tenant_chunks: int = 0
     """Chunks one tenant may hold over all its documents (0: no quota)."""

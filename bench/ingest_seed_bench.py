@@ -1,0 +1,204 @@
+"""Ingestion through Envoy against the seeds' pipeline, per embedding runtime (``make bench-ingest-seed``).
+
+Issue #20's figures, side by side in one run on the same documents:
+
+- **many small documents uploaded concurrently**: ``--small`` SciFact abstracts (seeded), one
+  ``.txt`` upload each, ``--concurrency`` uploads in flight at once through Envoy (raw REST
+  body, SSE progress read to ``done``), timed from the first byte sent to the last ``done``;
+- **one large document**: ``--large`` other abstracts in one ``.txt`` file, one upload;
+- **the seeds' pipeline** (``bench.seed_pipeline``: LangChain splitter, Chroma, sentence-transformers
+  ``encode`` in batches of 32, one document at a time, as the seeds ran it) on the same documents
+  in this process;
+- **the raw encode limit**: the chosen runtime's ``encode`` of exactly the chunks the service
+  makes (production parser and chunker), one batched call in a worker thread, before and after
+  the uploads while the mesh sits idle; the end-to-end share is chunks/s over its mean.
+
+Each runtime gets its own fresh mesh (``DOCUTHINKER_EMBED_RUNTIME``), the ONNX files come from
+one export cache shared with this process, so no mesh pays an export. The seeds' side runs once
+per run, between the runtimes, since its runtime never changes. Ratios are the figures to read:
+the machine is shared and noisy.
+
+Usage: python -m bench.ingest_seed_bench [--runtimes onnx-int8,torch] [--small 300] [--large 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import json
+import os
+import pathlib
+import random
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import psutil
+
+from bench.ingest_bench import SCIFACT, TENANT, PeakRss, Upload, _chunk
+from bench.seed_pipeline import SeedPipeline, seed_encode
+from services.models.embedder import build_embedder, onnx_cache_dir
+from services.models.settings import embedder_settings
+from services.rag.settings import RagSettings
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+
+
+def corpora(small: int, large: int, seed: int, settings: RagSettings, max_bytes: int) -> dict[str, list[Upload]]:
+    with gzip.open(SCIFACT, "rt") as fh:
+        abstracts = [(d["title"] + " " + d["text"]).strip() for d in map(json.loads, fh)]
+    chosen = random.Random(seed).sample(abstracts, small + large)
+    smalls = [_chunk(Upload(f"abstract-{i:04d}.txt", text.encode()), settings, max_bytes)
+              for i, text in enumerate(chosen[:small])]
+    big = _chunk(Upload("abstracts.txt", "\n\n".join(chosen[small:]).encode()), settings, max_bytes)
+    return {"small_concurrent": smalls, "large_one": [big]}
+
+
+def _post(client, upload: Upload) -> int:
+    reply = client.post("/v1/documents", params={"filename": upload.name}, content=upload.data,
+                        headers={**TENANT, "content-type": "application/octet-stream"})
+    reply.raise_for_status()
+    events = [json.loads(line[6:]) for line in reply.text.splitlines() if line.startswith("data: ")]
+    if not events or "done" not in events[-1]:
+        raise RuntimeError(f"{upload.name}: stream ended with {events[-1:] or 'nothing'}")
+    return int(events[-1]["done"]["document"]["chunk_count"])
+
+
+def through_envoy(mesh, uploads: list[Upload], concurrency: int) -> dict:
+    expected = sum(len(u.chunks) for u in uploads)
+    procs = {name: psutil.Process(pid) for name, pid in mesh.pids().items()}
+    with mesh.http(timeout=3600, limits=_limits(concurrency)) as client:
+        peak = PeakRss(mesh.pids()["rag"])
+        cpu_before = {name: sum(proc.cpu_times()[:2]) for name, proc in procs.items()}
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            chunks = sum(pool.map(lambda u: _post(client, u), uploads))
+        seconds = time.perf_counter() - started
+        cpu = {name: round(sum(proc.cpu_times()[:2]) - cpu_before[name], 2) for name, proc in procs.items()}
+        rss = peak.stop()
+    if chunks != expected:
+        raise RuntimeError(f"the service made {chunks} chunks, the bench computed {expected}")
+    return {"documents": len(uploads), "chunks": chunks, "concurrency": concurrency, "seconds": round(seconds, 3),
+            "docs_per_s": round(len(uploads) / seconds, 3), "chunks_per_s": round(chunks / seconds, 2),
+            "rag_peak_rss_mib": round(rss / 2**20, 1), "cpu_s_by_process": cpu}
+
+
+def _limits(concurrency: int):
+    import httpx
+
+    return httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+
+
+def wait_idle(pids: list[int], quiet_s: float = 1.0, limit_s: float = 300.0) -> float:
+    """Waits until the mesh's processes use under 5% of a core for ``quiet_s`` (the background BM25 build and
+    the sentence warm-up after an upload would otherwise be timed as the raw limit's); returns the wait."""
+    procs = [psutil.Process(p) for p in pids]
+    for proc in procs:
+        proc.cpu_percent(None)
+    started = time.perf_counter()
+    while time.perf_counter() - started < limit_s:
+        time.sleep(quiet_s)
+        if sum(proc.cpu_percent(None) for proc in procs) < 5.0:
+            break
+    return round(time.perf_counter() - started, 1)
+
+
+def raw_limit(embedder, texts: list[str]) -> dict:
+    """One batched ``encode`` of every chunk, in a worker thread as the service calls it."""
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        worker.submit(embedder.encode, texts[:32]).result()
+        started = time.perf_counter()
+        worker.submit(embedder.encode, texts).result()
+        seconds = time.perf_counter() - started
+    return {"chunks": len(texts), "seconds": round(seconds, 3), "chunks_per_s": round(len(texts) / seconds, 2)}
+
+
+def seeds(uploads: list[Upload], root: pathlib.Path) -> dict:
+    pipeline = SeedPipeline(root, seed_encode())
+    texts = [(u.name, u.data.decode()) for u in uploads]
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        started = time.perf_counter()
+        chunks = worker.submit(lambda: sum(pipeline.ingest(k, t) for k, t in texts)).result()
+        seconds = time.perf_counter() - started
+    return {"documents": len(uploads), "chunks": chunks, "seconds": round(seconds, 3),
+            "docs_per_s": round(len(uploads) / seconds, 3), "chunks_per_s": round(chunks / seconds, 2)}
+
+
+def run_runtime(runtime: str, sets: dict[str, list[Upload]], concurrency: int, root: pathlib.Path,
+                keep_logs: pathlib.Path | None = None) -> dict:
+    from services.launcher.mesh import Mesh
+
+    settings = embedder_settings()
+    embedder = build_embedder(runtime=runtime)
+    env = {"DOCUTHINKER_EMBED_RUNTIME": runtime, "DOCUTHINKER_EMBED_CACHE_DIR": str(onnx_cache_dir(settings)),
+           "DOCUTHINKER_LOG_LEVEL": "INFO" if keep_logs else "WARNING"}
+    out: dict = {}
+    with Mesh(data_dir=root / runtime / "data", log_dir=root / runtime / "logs", auto_ports=True,
+              extra_env=env) as mesh:
+        with mesh.http(timeout=600) as client:  # loads the model and kernels; not counted
+            _post(client, Upload("warm-up.txt", b"A short warm-up document, not counted. " * 40))
+        for name, uploads in sets.items():
+            texts = [t for u in uploads for t in u.chunks]
+            waited = [wait_idle(list(mesh.pids().values()))]
+            before = raw_limit(embedder, texts)
+            print(f"[ingest-seed] {runtime} {name}: raw {before['chunks_per_s']} chunks/s", flush=True)
+            e2e = through_envoy(mesh, uploads, concurrency if name == "small_concurrent" else 1)
+            print(f"[ingest-seed] {runtime} {name}: envoy {e2e['docs_per_s']} docs/s "
+                  f"{e2e['chunks_per_s']} chunks/s", flush=True)
+            waited.append(wait_idle(list(mesh.pids().values())))
+            after = raw_limit(embedder, texts)
+            raw = (before["chunks_per_s"] + after["chunks_per_s"]) / 2
+            out[name] = {"end_to_end": e2e, "raw_before": before, "raw_after": after,
+                         "raw_chunks_per_s_mean": round(raw, 2), "idle_wait_s": waited,
+                         "share_of_raw_limit": round(e2e["chunks_per_s"] / raw, 3)}
+        if keep_logs:
+            shutil.copytree(mesh.log_dir, keep_logs / runtime, dirs_exist_ok=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> pathlib.Path:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runtimes", default=f"{embedder_settings().runtime},torch")
+    parser.add_argument("--small", type=int, default=300, help="abstracts uploaded one per file, concurrently")
+    parser.add_argument("--large", type=int, default=300, help="abstracts in the one large file")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--out", type=pathlib.Path, default=None)
+    parser.add_argument("--keep-logs", type=pathlib.Path, default=None, help="copy the meshes' logs (INFO) here")
+    args = parser.parse_args(argv)
+    from services.runtime.config import MeshSettings
+
+    runtimes = list(dict.fromkeys(r.strip() for r in args.runtimes.split(",") if r.strip()))
+    sets = corpora(args.small, args.large, args.seed, RagSettings(), MeshSettings().max_upload_bytes)
+    result: dict = {"benchmark": "ingest-seed", "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                    "cpus": os.cpu_count(), "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
+                    "args": {k: str(v) for k, v in vars(args).items()}, "runtimes": {}, "seeds": {}}
+    seed_encode()(["warm-up"])
+    with tempfile.TemporaryDirectory(prefix="docuthinker-ingest-seed-") as tmp:
+        root = pathlib.Path(tmp)
+        for i, runtime in enumerate(runtimes):
+            result["runtimes"][runtime] = run_runtime(runtime, sets, args.concurrency, root, args.keep_logs)
+            if i == 0:  # between the runtimes, so drift hits the seeds' side as it hits them
+                for name, uploads in sets.items():
+                    result["seeds"][name] = seeds(uploads, root / f"seed-{name}")
+                    print(f"[ingest-seed] seeds {name}: {result['seeds'][name]['docs_per_s']} docs/s", flush=True)
+    for sets_out in result["runtimes"].values():
+        for name, entry in sets_out.items():
+            entry["x_seeds_docs_per_s"] = round(
+                entry["end_to_end"]["docs_per_s"] / result["seeds"][name]["docs_per_s"], 3)
+    result["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = args.out or RESULTS / f"ingest-seed-{dt.date.today().isoformat()}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    for runtime, sets_out in result["runtimes"].items():
+        for name, entry in sets_out.items():
+            print(f"[ingest-seed] {runtime} {name}: x{entry['x_seeds_docs_per_s']} the seeds' docs/s, "
+                  f"{entry['share_of_raw_limit']:.0%} of the raw encode limit")
+    print(f"[ingest-seed] wrote {out}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
