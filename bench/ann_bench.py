@@ -37,6 +37,19 @@ EF_SEARCH = (32, 64, 96, 128, 192)
 LATENT = 48
 
 
+
+def snapshot_timing(index: HnswIndex, dim: int, params: HnswParams) -> dict:
+    """Seconds to write and reload the index's snapshot, and its size."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "snapshot.npz"
+        started = time.perf_counter()
+        index.save(path)
+        written = {"snapshot_write_s": round(time.perf_counter() - started, 2),
+                   "snapshot_mib": round(path.stat().st_size / 2**20)}
+        started = time.perf_counter()
+        HnswIndex.load(path, dim, params)
+        return written | {"snapshot_reload_s": round(time.perf_counter() - started, 2)}
+
 def synthetic(n: int, seed: int = 3) -> np.ndarray:
     """Clusters in a 48-d subspace mapped into 384-d, plus noise: sentence embeddings have a low
     intrinsic dimension, and i.i.d. 384-d noise (no neighbourhoods at all) is not what HNSW meets."""
@@ -101,15 +114,7 @@ def one_size(n: int, ms: list[int], query_count: int) -> dict:
         for ef in EF_SEARCH:
             index.params = HnswParams(m=m, ef_construction=80, ef_search=ef)
             entry["ef_search"][ef] = latencies(index, queries, truth)
-        with tempfile.TemporaryDirectory() as tmp:
-            path = pathlib.Path(tmp) / "snapshot.npz"
-            started = time.perf_counter()
-            index.save(path)
-            entry["snapshot_write_s"] = round(time.perf_counter() - started, 2)
-            entry["snapshot_mib"] = round(path.stat().st_size / 2**20)
-            started = time.perf_counter()
-            HnswIndex.load(path, DIM, index.params)
-            entry["snapshot_reload_s"] = round(time.perf_counter() - started, 2)
+        entry |= snapshot_timing(index, DIM, index.params)
         result[f"hnsw_m{m}"] = entry
         del index
         gc.collect()

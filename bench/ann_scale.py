@@ -32,6 +32,7 @@ import numpy as np
 import psutil
 
 from bench import ann_service, synthetic_corpus
+from bench.ann_bench import snapshot_timing
 from bench.ann_vectors import base_and_queries, expand, texts
 from services.rag.documents import vector_key
 from services.rag.settings import RagSettings
@@ -110,15 +111,7 @@ def one_config(vectors: np.ndarray, keys: np.ndarray, label_truth: np.ndarray, q
         label_truth = exact_top10(vectors[: index.count], queries)
     truth = keys[label_truth]
     entry["ef_search"] = {ef: sweep(index, queries, truth, ef) for ef in efs}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = pathlib.Path(tmp) / "snapshot.npz"
-        started = time.perf_counter()
-        index.save(path)
-        entry["snapshot_write_s"] = round(time.perf_counter() - started, 2)
-        entry["snapshot_mib"] = round(path.stat().st_size / 2**20)
-        started = time.perf_counter()
-        HnswIndex.load(path, vectors.shape[1], params)
-        entry["snapshot_reload_s"] = round(time.perf_counter() - started, 2)
+    entry |= snapshot_timing(index, vectors.shape[1], params)
     return entry, index
 
 
