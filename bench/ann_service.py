@@ -20,20 +20,14 @@ import time
 
 import numpy as np
 
-from bench.serving_bench import peak_rss_mb
+from bench.serving_bench import peak_rss_mb, status_mib
 from bench.serving_clients import GrpcClient, RestClient
 from bench.synthetic_corpus import CorpusWriter
 from services.rag.store.ann import HnswIndex
 
 
 def rss_mib(pid: int) -> float | None:
-    try:
-        for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
-    return None
+    return status_mib(pid, "VmRSS")
 
 
 def texts_for(sentences: list[str], n: int, seed: int = 6) -> list[str]:

@@ -146,14 +146,19 @@ async def measure_size(size: int, plan: ServingPlan, factories: dict, queries: l
     return result
 
 
-def peak_rss_mb(pid: int) -> float | None:
+def status_mib(pid: int, field: str) -> float | None:
+    """A memory field of /proc/<pid>/status (``VmHWM``: peak RSS, ``VmRSS``: now) in MiB; None when gone."""
     try:
         for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return round(int(line.split()[1]) / 1024, 1)
     except OSError:
         return None
     return None
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    return status_mib(pid, "VmHWM")
 
 
 def goals(measurements: dict) -> dict:
