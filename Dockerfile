@@ -32,9 +32,10 @@ COPY bench ./bench
 # Editable, as `make setup` does: the gateway renders from /app/gateway and /app/web, next to the code.
 RUN pip install -c requirements.lock -e .
 ENV XDG_CACHE_HOME=/opt/cache
-RUN python -c "from services.speech import assets; [assets.model_dir(a) for a in assets.ASSETS.values()]"
-# The ONNX embedder files (fp32 and int8), exported once from the packaged weights into /opt/venv/share.
-RUN python -m services.models.embedder
+# The speech models assembled from their packages, and the ONNX embedder files (fp32 and int8) exported once
+# from the packaged weights into /opt/venv/share.
+RUN python -c "from services.speech import assets; [assets.model_dir(a) for a in assets.ASSETS.values()]" \
+ && python -m services.models.embedder
 
 FROM python:3.11-slim-bookworm
 # Tesseract: OCR of scanned PDFs and page images (the one system dependency of the services).
