@@ -73,7 +73,8 @@ class Corpus:
         return [text for upload in self.uploads for text in upload.chunks]
 
 
-def _chunk(upload: Upload, settings: RagSettings, max_bytes: int) -> Upload:
+def chunked(upload: Upload, settings: RagSettings, max_bytes: int) -> Upload:
+    """Fills ``upload.chunks`` with the exact chunk texts the service will embed (or ``refused``)."""
     config = pipeline_config(settings, max_bytes)
     try:
         checked = validate_upload(upload.name, "", upload.data, max_bytes)
@@ -92,7 +93,7 @@ def scifact_corpus(docs: int, files: int, seed: int, settings: RagSettings, max_
     chosen = random.Random(seed).sample(abstracts, min(docs, len(abstracts)))
     per_file = -(-len(chosen) // files)
     uploads = [
-        _chunk(Upload(f"scifact-{i:02d}.txt", "\n\n".join(chosen[start : start + per_file]).encode()), settings, max_bytes)
+        chunked(Upload(f"scifact-{i:02d}.txt", "\n\n".join(chosen[start : start + per_file]).encode()), settings, max_bytes)
         for i, start in enumerate(range(0, len(chosen), per_file))
     ]
     return Corpus("scifact", uploads, f"{len(chosen)} SciFact abstracts (seed {seed}) in {len(uploads)} .txt files, "
@@ -100,7 +101,7 @@ def scifact_corpus(docs: int, files: int, seed: int, settings: RagSettings, max_
 
 
 def fixture_corpus(settings: RagSettings, max_bytes: int) -> Corpus:
-    uploads = [_chunk(Upload(p.name, p.read_bytes()), settings, max_bytes) for p in sorted(FIXTURES.iterdir())]
+    uploads = [chunked(Upload(p.name, p.read_bytes()), settings, max_bytes) for p in sorted(FIXTURES.iterdir())]
     return Corpus("fixtures", uploads, f"{len(uploads)} real-world documents of ../shared/fixtures/docs "
                                        "(refused ones are uploaded too and counted as refusals)")
 

@@ -35,9 +35,10 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import psutil
 
-from bench.ingest_bench import SCIFACT, TENANT, PeakRss, Upload, _chunk
+from bench.ingest_bench import SCIFACT, TENANT, PeakRss, Upload, chunked
 from bench.seed_pipeline import SeedPipeline, seed_encode
 from services.models.embedder import build_embedder, onnx_cache_dir
 from services.models.settings import embedder_settings
@@ -50,9 +51,9 @@ def corpora(small: int, large: int, seed: int, settings: RagSettings, max_bytes:
     with gzip.open(SCIFACT, "rt") as fh:
         abstracts = [(d["title"] + " " + d["text"]).strip() for d in map(json.loads, fh)]
     chosen = random.Random(seed).sample(abstracts, small + large)
-    smalls = [_chunk(Upload(f"abstract-{i:04d}.txt", text.encode()), settings, max_bytes)
+    smalls = [chunked(Upload(f"abstract-{i:04d}.txt", text.encode()), settings, max_bytes)
               for i, text in enumerate(chosen[:small])]
-    big = _chunk(Upload("abstracts.txt", "\n\n".join(chosen[small:]).encode()), settings, max_bytes)
+    big = chunked(Upload("abstracts.txt", "\n\n".join(chosen[small:]).encode()), settings, max_bytes)
     return {"small_concurrent": smalls, "large_one": [big]}
 
 
@@ -69,7 +70,8 @@ def _post(client, upload: Upload) -> int:
 def through_envoy(mesh, uploads: list[Upload], concurrency: int) -> dict:
     expected = sum(len(u.chunks) for u in uploads)
     procs = {name: psutil.Process(pid) for name, pid in mesh.pids().items()}
-    with mesh.http(timeout=3600, limits=_limits(concurrency)) as client:
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    with mesh.http(timeout=3600, limits=limits) as client:
         peak = PeakRss(mesh.pids()["rag"])
         cpu_before = {name: sum(proc.cpu_times()[:2]) for name, proc in procs.items()}
         started = time.perf_counter()
@@ -83,12 +85,6 @@ def through_envoy(mesh, uploads: list[Upload], concurrency: int) -> dict:
     return {"documents": len(uploads), "chunks": chunks, "concurrency": concurrency, "seconds": round(seconds, 3),
             "docs_per_s": round(len(uploads) / seconds, 3), "chunks_per_s": round(chunks / seconds, 2),
             "rag_peak_rss_mib": round(rss / 2**20, 1), "cpu_s_by_process": cpu}
-
-
-def _limits(concurrency: int):
-    import httpx
-
-    return httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
 
 
 def wait_idle(pids: list[int], quiet_s: float = 1.0, limit_s: float = 300.0) -> float:

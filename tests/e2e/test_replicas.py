@@ -198,6 +198,16 @@ def _stored(postgres_dsn: str, document_id: str) -> dict[str, object]:
     return {"chunks": chunks, "vectors": vectors, "holder": holder}
 
 
+def _seen_in_progress(stub: rpb_grpc.RagServiceStub, filename: str, upload) -> str:
+    """The id of ``filename`` once ``stub`` lists it, while ``upload`` (its ingestion's future) is still running."""
+    deadline = time.monotonic() + 300
+    while not (started := [d for d in stub.ListDocuments(rpb.ListDocumentsRequest(page_size=100), metadata=METADATA,
+                                                         timeout=30).documents if d.filename == filename]):
+        assert time.monotonic() < deadline and not upload.done(), "the large upload never showed up in progress"
+        time.sleep(0.1)
+    return started[0].document_id
+
+
 def _logged(mesh, replica: str, *needles: str) -> int:
     """Lines of a replica's log that contain every needle."""
     text = (mesh.log_dir / f"{replica}.log").read_text(errors="replace")
@@ -211,12 +221,7 @@ def test_a_rag_replica_killed_under_load_costs_no_idempotent_call_and_no_upload(
     # An upload straight to the replica that will die, caught mid-ingestion (seen in progress by the other one).
     in_flight = ThreadPoolExecutor(max_workers=1).submit(_ingest, _rag(replicated, "rag-2"), "folio.txt",
                                                          uploads["folio.txt"])
-    deadline = time.monotonic() + 300
-    while not (started := [d for d in survivor.ListDocuments(rpb.ListDocumentsRequest(page_size=100), metadata=METADATA,
-                                                             timeout=30).documents if d.filename == "folio.txt"]):
-        assert time.monotonic() < deadline and not in_flight.done(), "the large upload never showed up in progress"
-        time.sleep(0.1)
-    folio_id = started[0].document_id
+    folio_id = _seen_in_progress(survivor, "folio.txt", in_flight)
     done = Counter()
     failures: dict[str, list[str]] = {"search": [], "upload_first_try": []}
     lock = threading.Lock()
@@ -297,12 +302,7 @@ def test_a_starting_replica_leaves_an_ingestion_a_live_replica_holds_alone(repli
     live = replicated.pids()["rag"]
     ingesting = ThreadPoolExecutor(max_workers=1).submit(_ingest, _rag(replicated, "rag"), "dyke.txt", text)
     survivor = _rag(replicated, "rag")
-    deadline = time.monotonic() + 300
-    while not (started := [d for d in survivor.ListDocuments(rpb.ListDocumentsRequest(page_size=100), metadata=METADATA,
-                                                             timeout=30).documents if d.filename == "dyke.txt"]):
-        assert time.monotonic() < deadline and not ingesting.done(), "the large upload never showed up in progress"
-        time.sleep(0.1)
-    document_id = started[0].document_id
+    document_id = _seen_in_progress(survivor, "dyke.txt", ingesting)
     replicated.start_service("rag-2")  # its first sweep runs as it starts; more follow every LEASE_S / 2
     status = survivor.GetDocument(rpb.GetDocumentRequest(document_id=document_id), metadata=METADATA, timeout=30)
     assert status.document.status not in (dpb.DOCUMENT_STATUS_READY, dpb.DOCUMENT_STATUS_FAILED), (
