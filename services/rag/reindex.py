@@ -1,14 +1,17 @@
 """The re-index path for a changed embedder: vectors of two models never share an index.
 
-The vector store records the embedder's identity. A start with another one fails with a clear
-message, unless ``DOCUTHINKER_RAG_REINDEX_ON_MODEL_CHANGE`` is on: then every vector is dropped
-and each READY document's chunks are embedded again from their stored text, before SERVING.
+The vector store (the embedded log, or the shared PostgreSQL collection) records the embedder's
+identity. A start with another one fails with a clear message, unless
+``DOCUTHINKER_RAG_REINDEX_ON_MODEL_CHANGE`` is on: then every vector is dropped and each READY
+document's chunks are embedded again from their stored text, before SERVING. The store is stamped
+with the new identity only once every chunk is in, so a re-index cut short is redone (or refused).
 """
 
 from __future__ import annotations
 
 import logging
 import pathlib
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +20,10 @@ from services.rag.settings import RagSettings
 from services.rag.store import MetadataStore, VectorStore
 from services.rag.store.ann import HnswParams
 from services.rag.store.vectors import EmbedderMismatchError
+
+if TYPE_CHECKING:  # the PostgreSQL backend is imported only where it is chosen
+    from services.rag.store.pg_index import PostgresVectors
+    from services.rag.store.pg_metadata import PostgresMetadataStore
 
 log = logging.getLogger("docuthinker.rag.reindex")
 
@@ -36,12 +43,12 @@ def legacy_identity(embedder: TextEmbedder) -> str | None:
 
 def open_vectors(root: pathlib.Path, settings: RagSettings, embedder: TextEmbedder) -> tuple[VectorStore, bool]:
     """The vector store for ``embedder``; True when it was emptied for a re-index."""
-    def store() -> VectorStore:
+    def store(check_identity: bool = True) -> VectorStore:
         return VectorStore(
             root / "chroma", embedder.name, embedder.dimension, settings.faiss_threads,
             identity=embedder_identity(embedder), hnsw_threshold=settings.hnsw_threshold,
             hnsw=HnswParams(settings.hnsw_m, settings.hnsw_ef_construction, settings.hnsw_ef_search),
-            snapshot_dir=root / "ann", legacy_identity=legacy_identity(embedder))
+            snapshot_dir=root / "ann", legacy_identity=legacy_identity(embedder), check_identity=check_identity)
 
     try:
         return store(), False
@@ -49,14 +56,36 @@ def open_vectors(root: pathlib.Path, settings: RagSettings, embedder: TextEmbedd
         if not settings.reindex_on_model_change:
             raise
         log.warning("embedder changed: re-indexing every chunk", extra={"fields": {"reason": str(exc)}})
-    vectors = VectorStore(root / "chroma", embedder.name, embedder.dimension, settings.faiss_threads,
-                          identity=embedder_identity(embedder), snapshot_dir=root / "ann", check_identity=False)
+    vectors = store(check_identity=False)
     vectors.reset()
-    return store(), True
+    return vectors, True
 
 
-def reembed_all(metadata: MetadataStore, vectors: VectorStore, embedder: TextEmbedder) -> int:
-    """Embeds every READY chunk again into the (emptied) store; returns the number of chunks."""
+def reindex_shared(vectors: PostgresVectors, metadata: PostgresMetadataStore, settings: RagSettings,
+                   embedder: TextEmbedder) -> bool:
+    """Checks the shared collection's embedder and, if asked, re-embeds it; True when it re-indexed.
+
+    One replica at a time: another starting meanwhile waits here, then finds the collection done, so
+    no replica serves (or re-indexes) a half-embedded collection. Replicas still running the old
+    embedder are not stopped by this: switch every replica together.
+    """
+    with vectors.exclusive():
+        recorded = vectors.recorded_identity(legacy_identity(embedder))
+        if recorded == vectors.identity:
+            return False
+        if not settings.reindex_on_model_change:
+            raise EmbedderMismatchError(recorded, vectors.identity)
+        log.warning("embedder changed: re-indexing every chunk",
+                    extra={"fields": {"reason": str(EmbedderMismatchError(recorded, vectors.identity))}})
+        vectors.reset()
+        reembed_all(metadata, vectors, embedder)
+        return True
+
+
+def reembed_all(metadata: MetadataStore | PostgresMetadataStore, vectors: VectorStore | PostgresVectors,
+                embedder: TextEmbedder) -> int:
+    """Embeds every READY chunk again into the (emptied) store, then stamps it complete; returns the
+    number of chunks."""
     total = 0
     for tenant in metadata.tenants():
         after = None
@@ -72,5 +101,6 @@ def reembed_all(metadata: MetadataStore, vectors: VectorStore, embedder: TextEmb
                 vectors_ = np.asarray(embedder.encode([c.text for c in chunks]), dtype=np.float32)
                 vectors.add(tenant, record.document_id, [c.chunk_id for c in chunks], vectors_)
                 total += len(chunks)
+    vectors.mark_complete()
     log.info("re-index done", extra={"fields": {"chunks": total}})
     return total

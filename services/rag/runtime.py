@@ -22,7 +22,7 @@ from services.rag.ingest.parsers import AudioReader, ParseLimits
 from services.rag.ingest.pipeline import IngestionPipeline, PipelineConfig
 from services.rag.keyword_refresh import KeywordRefresher
 from services.rag.locks import KeyedLocks
-from services.rag.reindex import open_vectors, reembed_all
+from services.rag.reindex import embedder_identity, open_vectors, reembed_all, reindex_shared
 from services.rag.settings import RagSettings
 from services.rag.store import BlobStore, ChunkIndex, KeywordIndex, MetadataStore, VectorStore
 from services.storage.settings import StorageSettings
@@ -95,7 +95,9 @@ class RagRuntime:
         root = pathlib.Path(data_dir) / "rag"
         if storage.postgres:
             metadata, blobs, vectors, keyword, index = open_postgres_stores(
-                root, storage, embedder.name, embedder.dimension, settings.ingest_lease_s)
+                root, storage, embedder.name, embedder.dimension, settings.ingest_lease_s,
+                identity=embedder_identity(embedder))
+            reindex_shared(vectors, metadata, settings, embedder)
             loaded, orphans = 0, 0  # nothing to rebuild: searches read the database
         else:
             metadata = MetadataStore(metadata_path(data_dir), lease_s=settings.ingest_lease_s)
@@ -131,8 +133,9 @@ class RagRuntime:
 
 
 def open_postgres_stores(root: pathlib.Path, storage: StorageSettings, model_name: str, dimension: int,
-                         lease_s: float = 30.0):
-    """The same ports on the shared database (migrated on open); BM25 caches, if chosen, stay per replica."""
+                         lease_s: float = 30.0, identity: str | None = None):
+    """The same ports on the shared database (migrated on open); BM25 caches, if chosen, stay per replica.
+    ``identity``: the embedder's (the vectors' check is ``reindex.reindex_shared``)."""
     from services.rag.store.pg_blobs import PostgresBlobStore
     from services.rag.store.pg_index import Bm25Keywords, FullTextKeywords, PostgresChunkIndex, PostgresVectors
     from services.rag.store.pg_metadata import PostgresMetadataStore
@@ -141,7 +144,7 @@ def open_postgres_stores(root: pathlib.Path, storage: StorageSettings, model_nam
     db = shared(storage.dsn(), storage.postgres_pool_size)
     metadata = PostgresMetadataStore(db, lease_s=lease_s)
     blobs = BlobStore(root / "originals") if storage.postgres_blobs == "filesystem" else PostgresBlobStore(db)
-    vectors = PostgresVectors(db, model_name, dimension, storage.postgres_hnsw_ef_search)
+    vectors = PostgresVectors(db, model_name, dimension, storage.postgres_hnsw_ef_search, identity)
     keyword: Bm25Keywords | FullTextKeywords
     if storage.postgres_keyword == "bm25":
         cache_dir, lock = _cache_slot(root / "bm25-cache")

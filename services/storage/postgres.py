@@ -10,10 +10,12 @@ as migrations only add.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import logging
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import psycopg
@@ -47,29 +49,37 @@ def migrations() -> list[Migration]:
     return found
 
 
+@contextlib.contextmanager
+def advisory_lock(dsn: str, key: int) -> Iterator[psycopg.Connection]:
+    """A session advisory lock, held on a connection of its own (not a pooled one: the holder's work
+    may need every connection of the pool) until the block ends; the block may use the connection."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            yield conn
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+
 def migrate(dsn: str) -> list[int]:
     """Applies the migrations this database lacks; returns the versions applied now."""
     applied_now: list[int] = []
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
-        try:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-                " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-            )
-            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-            for migration in migrations():
-                if migration.version in done:
-                    continue
-                with conn.transaction():
-                    conn.execute(migration.sql)
-                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                                 (migration.version, migration.name))
-                applied_now.append(migration.version)
-                log.info("schema migration applied", extra={"fields": {"version": migration.version,
-                                                                       "name": migration.name}})
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+    with advisory_lock(dsn, MIGRATION_LOCK) as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+            " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        for migration in migrations():
+            if migration.version in done:
+                continue
+            with conn.transaction():
+                conn.execute(migration.sql)
+                conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                             (migration.version, migration.name))
+            applied_now.append(migration.version)
+            log.info("schema migration applied", extra={"fields": {"version": migration.version,
+                                                                   "name": migration.name}})
     return applied_now
 
 

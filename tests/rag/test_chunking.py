@@ -48,6 +48,21 @@ def test_chunks_end_on_sentence_or_paragraph_boundaries() -> None:
         assert text[span.end - 1] in ".!?", repr(text[span.end - 20 : span.end])
 
 
+def test_a_clause_colon_is_a_sentence_break_but_a_label_or_a_list_intro_is_not() -> None:
+    filler = "The committee reviewed every proposal in detail over the summer"
+    clause = f"{filler} and asked one question: would the new mooring fees cover the harbour repairs in time"
+    label = f"{filler}.\nFax: 202-493-2251, or write to the docket office by post"
+    intro = f"{filler}, and comments on it may be sent to:\n- the docket office\n- the harbour master by mail"
+
+    def first_chunk(text: str, size: int = 110) -> str:
+        span = chunk_section(Section(text=text), 0, ChunkerConfig(size=size, overlap=0))[0]
+        return text[span.start : span.end]
+
+    assert first_chunk(clause).endswith("one question:")  # ends a clause, like a full stop
+    assert first_chunk(label) == f"{filler}."  # "Fax:" stays with its number
+    assert first_chunk(intro, size=130).endswith("sent to:\n- the docket office")  # the list stays with its intro
+
+
 def test_overlap_restarts_at_a_sentence_or_word_inside_the_previous_chunk() -> None:
     text = _prose(30)
     spans = chunk_section(Section(text=text), 0, ChunkerConfig(size=600, overlap=150))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import time
 
+import numpy as np
 import pytest
 
 from services.rag.documents import (
@@ -116,8 +117,8 @@ def test_remove_document_clears_every_store(open_runtime) -> None:
     assert runtime.index.keyword_search("acme", "rivers", 5)[0][0] == keep[2][0].chunk_id
 
 
-def test_faiss_is_rebuilt_from_chroma_and_orphans_are_dropped(open_runtime, store_backend) -> None:
-    embedded_only(store_backend, "FAISS and Chroma: PostgreSQL searches its one vector table")
+def test_faiss_is_rebuilt_from_the_vector_log_and_orphans_are_dropped(open_runtime, store_backend) -> None:
+    embedded_only(store_backend, "FAISS and the vector log: PostgreSQL searches its one vector table")
     runtime = open_runtime()
     record, sections, chunks = _document(runtime, "acme", ["durable vector text", "another durable text"])
     _index(runtime, *(record, sections, chunks))
@@ -213,8 +214,35 @@ class _Int8HashEmbedder(HashEmbedder):
     identity = "test-hash-embedder/int8"
 
 
-def test_switching_embedder_re_embeds_nothing_silently(open_runtime, store_backend) -> None:
-    embedded_only(store_backend, "the Chroma collection records the embedder; PostgreSQL's vectors do not yet (#16)")
+class _DyingInt8HashEmbedder(_Int8HashEmbedder):
+    """Dies on its second call: a re-index cut short (the process killed mid-way)."""
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        if self.calls:
+            raise SystemExit("killed mid re-index")
+        return super().encode(texts, batch_size)
+
+
+def test_a_re_index_cut_short_is_never_taken_for_a_finished_one(open_runtime) -> None:
+    runtime = open_runtime()
+    for name in ("a.txt", "b.txt"):
+        _index(runtime, *_document(runtime, "acme", [f"text of {name}"], name))
+    runtime.metadata.close()
+
+    with pytest.raises(SystemExit):
+        open_runtime(_DyingInt8HashEmbedder(), reindex_on_model_change=True)
+    # Half the chunks hold new vectors, but the store is not stamped as the new embedder's.
+    with pytest.raises(EmbedderMismatchError, match="re-index in progress"):
+        open_runtime(_Int8HashEmbedder())
+    switched = _Int8HashEmbedder()
+    reindexed = open_runtime(switched, reindex_on_model_change=True)  # redone from the start
+    assert sum(switched.calls) == 2
+    assert len(reindexed.index.dense_search("acme", switched.encode(["text"])[0], 5)) == 2
+    reindexed.metadata.close()
+    open_runtime(_Int8HashEmbedder()).metadata.close()  # finished now: opens without the flag
+
+
+def test_switching_embedder_re_embeds_nothing_silently(open_runtime) -> None:
     runtime = open_runtime()
     record, sections, chunks = _document(runtime, "acme", ["durable vector text", "another durable text"])
     _index(runtime, record, sections, chunks)

@@ -2,13 +2,15 @@
 
 Every chunk is an exact slice ``section.text[start:end]``, so its provenance can highlight
 the span. Prose prefers paragraph, then sentence, then line breaks; tables (sections with
-rows) prefer row (line) breaks over sentences. The overlap restarts the next chunk at a
+rows) prefer row (line) breaks over sentences. A sentence ends at ``.!?;`` and at a colon that
+ends a clause, never at a label's colon ("Fax: 202-...") or at one that introduces a list. The overlap restarts the next chunk at a
 sentence, row or word boundary inside the last ``overlap`` characters.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +20,13 @@ from services.rag.documents import Section
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 _LINE = re.compile(r"\n")
 _SENTENCE = re.compile(r"[.!?;][\"')\]]*\s")
+_COLON = re.compile(r":[\"')\]]*[ \t]+(?=\S)")
+_CLAUSE_START = re.compile(r"[.!?;:,\n]")
+_CLAUSE_WORDS = 4
+"""A colon inside a line ends a clause ("In this paper, we address the question: can we ...") after this many
+words since the last punctuation or line start, and is a sentence break there; after fewer it ends a label
+("Fax:", "RESULTS:", "Attention:") that belongs with what follows. A colon that ends a line introduces the
+lines below (a list): never a break of its own."""
 _WORD = re.compile(r"\s")
 _RESTART_SENTENCE = re.compile(r"[.!?][\"')\]]*\s+(?=\S)")
 _RESTART_LINE = re.compile(r"\n\s*(?=\S)")
@@ -56,14 +65,30 @@ def _last_break(pattern: re.Pattern[str], text: str, lo: int, hi: int) -> int | 
     return best
 
 
+def _clause_colon(text: str, colon: int) -> bool:
+    lo = max(0, colon - 200)
+    starts = [m.end() for m in _CLAUSE_START.finditer(text, lo, colon)]
+    return len(text[starts[-1] if starts else lo : colon].split()) >= _CLAUSE_WORDS
+
+
+def _last_sentence_break(text: str, lo: int, hi: int) -> int | None:
+    best = _last_break(_SENTENCE, text, lo, hi)
+    for match in _COLON.finditer(text, best or lo, hi):
+        if match.end() > lo and _clause_colon(text, match.start()):
+            best = match.end()
+    return best
+
+
 def _cut(text: str, start: int, size: int, tabular: bool) -> int:
     limit = start + size
     if limit >= len(text):
         return len(text)
     floor = start + size // 2
-    order = (_PARAGRAPH, _LINE, _SENTENCE) if tabular else (_PARAGRAPH, _SENTENCE, _LINE)
-    for pattern in order:
-        found = _last_break(pattern, text, floor, limit)
+    paragraph = functools.partial(_last_break, _PARAGRAPH)
+    line = functools.partial(_last_break, _LINE)
+    order = (paragraph, line, _last_sentence_break) if tabular else (paragraph, _last_sentence_break, line)
+    for last_break in order:
+        found = last_break(text, floor, limit)
         if found is not None:
             return found
     return _last_break(_WORD, text, start + 1, limit) or limit

@@ -33,20 +33,24 @@ from psycopg import sql
 from services.rag.documents import Chunk, DocumentRecord, GraphSyncState, Section
 from services.rag.store.pg_metadata import PostgresMetadataStore
 from services.rag.store.rows import READY
-from services.rag.store.vectors import collection_name
-from services.storage.postgres import Postgres
+from services.rag.store.vectors import collection_name, in_progress
+from services.storage.postgres import Postgres, advisory_lock
 
 INDEX_LOCK = 0x646F6376  # advisory lock key: one replica at a time creates a collection's HNSW index
+EMBEDDER_LOCK = 0x646F6377  # advisory lock key: one replica at a time checks or re-indexes the collection
 _BATCH = 1000
 
 
 class PostgresVectors:
-    """The vectors of one embedding model (a collection), in ``rag_vectors``."""
+    """The vectors of one embedding model (a collection), in ``rag_vectors``; ``rag_vector_sets`` records
+    which embedder wrote them (``services.rag.reindex.reindex_shared`` checks it at startup)."""
 
-    def __init__(self, db: Postgres, model_name: str, dimension: int, ef_search: int = 100) -> None:
+    def __init__(self, db: Postgres, model_name: str, dimension: int, ef_search: int = 100,
+                 identity: str | None = None) -> None:
         self._db = db
         self.dimension = dimension
         self.collection = collection_name(model_name, dimension)
+        self.identity = identity or model_name
         self._ef_search = ef_search
         self._typed = sql.SQL("v.embedding::vector({})").format(sql.Literal(dimension))
         self._query = sql.SQL("%s::vector({})").format(sql.Literal(dimension))
@@ -61,6 +65,40 @@ class PostgresVectors:
         with self._db.connection() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK,))
             conn.execute(statement)
+
+    def exclusive(self):
+        """Held by one replica at a time (a context manager): the embedder check and any re-index."""
+        return advisory_lock(self._db.dsn, EMBEDDER_LOCK)
+
+    def recorded_identity(self, legacy_identity: str | None = None) -> str:
+        """The embedder the collection's vectors are of. A collection written before embedders were
+        recorded holds ``legacy_identity``'s vectors (default: this store's) and is stamped so now."""
+        with self._db.connection() as conn:
+            row = conn.execute("SELECT embedder FROM rag_vector_sets WHERE collection=%s",
+                               (self.collection,)).fetchone()
+            if row is not None:
+                return str(row["embedder"])
+            written = conn.execute("SELECT 1 FROM rag_vectors WHERE collection=%s LIMIT 1",
+                                   (self.collection,)).fetchone()
+            recorded = (legacy_identity or self.identity) if written else self.identity
+            conn.execute("INSERT INTO rag_vector_sets (collection, embedder) VALUES (%s, %s) "
+                         "ON CONFLICT (collection) DO NOTHING", (self.collection, recorded))
+        return recorded
+
+    def reset(self) -> None:
+        """Drops the collection's vectors; it is stamped as mid-re-index until ``mark_complete``."""
+        with self._db.connection() as conn:
+            conn.execute("DELETE FROM rag_vectors WHERE collection=%s", (self.collection,))
+            self._stamp(conn, in_progress(self.identity))
+
+    def mark_complete(self) -> None:
+        """Stamps the collection with this store's identity: every vector in it is this embedder's."""
+        with self._db.connection() as conn:
+            self._stamp(conn, self.identity)
+
+    def _stamp(self, conn, embedder: str) -> None:
+        conn.execute("INSERT INTO rag_vector_sets (collection, embedder) VALUES (%s, %s) "
+                     "ON CONFLICT (collection) DO UPDATE SET embedder = excluded.embedder", (self.collection, embedder))
 
     def add(self, tenant: str, document_id: str, chunk_ids: Sequence[str], vectors: np.ndarray) -> None:
         if not chunk_ids:

@@ -41,6 +41,18 @@ def collection_name(model_name: str, dimension: int) -> str:
 class EmbedderMismatchError(RuntimeError):
     """The index holds vectors of another embedder than the one the service runs."""
 
+    def __init__(self, recorded: str, running: str) -> None:
+        super().__init__(
+            f"the index holds vectors of {recorded}, the service runs {running}: set "
+            "DOCUTHINKER_EMBED_RUNTIME back, or set DOCUTHINKER_RAG_REINDEX_ON_MODEL_CHANGE=true "
+            "to re-embed every chunk with the new model at startup")
+
+
+def in_progress(identity: str) -> str:
+    """The stamp of a store emptied for a re-index to ``identity`` that has not finished: a crash
+    mid-way leaves a stamp no embedder matches, so the next start re-indexes again or refuses."""
+    return f"{identity} (re-index in progress)"
+
 
 class VectorStore:
     def __init__(self, root: pathlib.Path, model_name: str, dimension: int, search_threads: int = 1,
@@ -66,10 +78,7 @@ class VectorStore:
                 recorded = self.identity
             self._log.set_meta("embedder", recorded)
         if recorded != self.identity and check_identity:
-            raise EmbedderMismatchError(
-                f"the index holds vectors of {recorded}, the service runs {self.identity}: set "
-                "DOCUTHINKER_EMBED_RUNTIME back, or set DOCUTHINKER_RAG_REINDEX_ON_MODEL_CHANGE=true "
-                "to re-embed every chunk with the new model at startup")
+            raise EmbedderMismatchError(recorded, self.identity)
         self._model_name = model_name
         self._faiss: dict[str, ExactIndex | HnswIndex] = {}
         self._unsaved: dict[str, int] = {}
@@ -81,12 +90,17 @@ class VectorStore:
         return self._name
 
     def reset(self) -> None:
-        """Drops every vector and snapshot and stamps the empty store with this store's identity."""
+        """Drops every vector and snapshot; the store is stamped as mid-re-index until ``mark_complete``."""
         with self._lock:
             self._log.clear()
-            self._log.set_meta("embedder", self.identity)
+            self._log.set_meta("embedder", in_progress(self.identity))
             shutil.rmtree(self._snapshots, ignore_errors=True)
             self._faiss.clear()
+
+    def mark_complete(self) -> None:
+        """Stamps the store with this store's identity: every vector in it is this embedder's."""
+        with self._lock:
+            self._log.set_meta("embedder", self.identity)
 
     def snapshot_path(self, tenant: str) -> pathlib.Path:
         """Where the tenant's HNSW snapshot lives (benchmarks place prebuilt ones there)."""
