@@ -1,7 +1,7 @@
 """A benchmark corpus indexed in process with the production chunker and stores.
 
 Texts go through ``services.rag.ingest.chunking`` and into the production ``ChunkIndex``
-(SQLite metadata, Chroma + FAISS vectors, bm25s keyword index) in a temporary directory, as
+(SQLite metadata, vector log + FAISS, bm25s keyword index) in a temporary directory, as
 one plain-text document each. Only parsing is skipped (the inputs are already plain text).
 
 Embedding is the slow part on a CPU (about 30 chunks/s on 2 cores), so vectors are cached on

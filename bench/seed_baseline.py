@@ -3,7 +3,7 @@
 Ingestion throughput: the same seeded sample of SciFact abstracts (one document each, as
 plain text) ingested one document at a time by
 - DocuThinker: the production ``IngestionPipeline`` of a ``RagRuntime`` in this process
-  (validate, store original, parse, chunk, embed, Chroma + FAISS, SQLite publish), plus the
+  (validate, store original, parse, chunk, embed, vector log + FAISS, SQLite publish), plus the
   BM25 build at the end (ingestion is not done before the keyword index is);
 - the seed: LangChain split, embed, Chroma add;
 both with the same model instance (real MiniLM inference, no cache): DocuThinker through its

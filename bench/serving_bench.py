@@ -202,7 +202,7 @@ async def run_async(plan: ServingPlan) -> dict:
             answers, _ = build_answering(writer.index, writer.metadata, embedder, AnswerSettings(),
                                          Router.from_settings(ProviderSettings()))
             mesh_started = time.perf_counter()
-            # The rag process rebuilds FAISS from Chroma before SERVING (about 6 s at 100k chunks here).
+            # The rag process loads FAISS from its snapshot and the vector log before SERVING.
             with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True,
                       startup_timeout_s=3600) as mesh:
                 startup_s = time.perf_counter() - mesh_started

@@ -13,12 +13,12 @@ is embedded for real, and the rest is recombined from it:
    vocabulary for BM25, vectors close to most of the text they stand for, no two vectors
    identical, and enough distinct sentences that answering (which embeds and caches the
    sentences of the chunks it retrieved) does not find them all cached;
-3. chunks are grouped 500 to a document (one Chroma write each: 100k chunks take ~40 s here)
+3. chunks are grouped 500 to a document (one vector-log write each)
    and written as ingestion writes them:
-   ``MetadataStore.upsert_document``, ``ChunkIndex.stage_vectors`` (Chroma + FAISS), then
+   ``MetadataStore.upsert_document``, ``ChunkIndex.stage_vectors`` (vector log + FAISS), then
    ``ChunkIndex.publish`` (the SQLite commit), then the tenant's BM25 index is built.
 
-Only the encoder is bypassed: searches read the same Chroma/FAISS/SQLite/bm25s stores through
+Only the encoder is bypassed: searches read the same vector-log/FAISS/SQLite/bm25s stores through
 ``ChunkIndex`` as the service does. The directory is laid out as ``RagRuntime`` expects
 (``<data_dir>/rag/...``), so a real rag process started on it serves the same corpora.
 """
