@@ -15,6 +15,7 @@ from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphS
 from services.rag.documents import chunk_id_for, document_id_for
 from services.rag.store.leases import LeaseLost
 from services.rag.store.metadata import MetadataStore
+from services.runtime.errors import Aborted
 
 from .fakes import GatedEmbedder
 from .probes import collect
@@ -225,3 +226,21 @@ async def test_a_starting_replica_leaves_a_live_ingestion_alone(open_runtime, st
     await asyncio.gather(sweeps, return_exceptions=True)
     assert events[-1].document.status is DocumentStatus.READY and not events[-1].duplicate
     await _wait(lambda: not starting.pipeline.busy)
+
+
+@pytest.mark.store_backends("postgres")  # replicas share a PostgreSQL database
+async def test_a_document_deleted_through_another_replica_mid_ingestion_says_so(open_runtime, store_backend) -> None:
+    gate = GatedEmbedder()
+    ingesting = open_runtime(gate, ingest_lease_s=0.6)
+    upload = asyncio.create_task(collect(ingesting.pipeline.upload("acme", "piers.txt", "text/plain", TEXT.encode())))
+    await asyncio.to_thread(gate.entered.wait, 10)
+    (record,) = ingesting.metadata.list_documents("acme", 10)
+    other = open_runtime(ingest_lease_s=0.6)
+    await other.catalog.delete("acme", record.document_id)
+    gate.release.set()
+    with pytest.raises(Aborted) as caught:  # not "taken over by another replica": nobody took it
+        await upload
+    assert caught.value.reason == "DELETED_DURING_INGEST"
+    assert record.document_id in caught.value.message
+    assert ingesting.metadata.get_document("acme", record.document_id) is None
+    assert ingesting.metadata.document_chunks("acme", record.document_id) == []

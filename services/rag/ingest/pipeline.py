@@ -60,6 +60,11 @@ __all__ = ["IngestionPipeline", "PipelineConfig"]
 log = logging.getLogger("docuthinker.rag.ingest")
 
 
+def deleted_during_ingestion(document_id: str) -> Aborted:
+    return Aborted(f"document {document_id} was deleted while it was being ingested", reason="DELETED_DURING_INGEST",
+                   metadata={"document_id": document_id})
+
+
 class IngestionPipeline:
     def __init__(
         self,
@@ -196,7 +201,8 @@ class IngestionPipeline:
                     await asyncio.to_thread(self._blobs.put, tenant, sha, upload.data)
                     await self._ingest(record, upload.data, job, lease, forget_on_bad_input=True)
             except LeaseLost:
-                # This replica stalled past its lease and another one took the document over: its outcome is ours.
+                # Another replica took the document over (this one stalled past its lease): its outcome is ours.
+                # Or the document was deleted through another replica: _follow says so.
                 job.emit(IngestOutcome(await self._follow(record)))
 
     async def _run_reindex(self, tenant: str, document_id: str, job: IngestJob) -> None:
@@ -208,14 +214,17 @@ class IngestionPipeline:
             if not await asyncio.to_thread(self._metadata.claim_document, tenant, document_id):
                 raise Aborted(f"document {document_id} is being ingested by another replica; try again when it "
                               "is done", reason="INGEST_IN_PROGRESS", metadata={"document_id": document_id})
-            async with HeldLease(self._metadata, tenant, document_id, self._config.heartbeat_s) as lease:
-                data = await asyncio.to_thread(self._blobs.get, tenant, record.content_sha256)
-                if data is None:
-                    raise FailedPrecondition(
-                        f"the original bytes of document {document_id} are missing; upload it again",
-                        reason="ORIGINAL_MISSING", metadata={"document_id": document_id},
-                    )
-                await self._ingest(record, data, job, lease, forget_on_bad_input=False)
+            try:
+                async with HeldLease(self._metadata, tenant, document_id, self._config.heartbeat_s) as lease:
+                    data = await asyncio.to_thread(self._blobs.get, tenant, record.content_sha256)
+                    if data is None:
+                        raise FailedPrecondition(
+                            f"the original bytes of document {document_id} are missing; upload it again",
+                            reason="ORIGINAL_MISSING", metadata={"document_id": document_id},
+                        )
+                    await self._ingest(record, data, job, lease, forget_on_bad_input=False)
+            except LeaseLost as lost:
+                raise await self._lost(record, lost) from lost
 
     async def _run_resume(self, claimed: DocumentRecord, job: IngestJob, enabled: bool) -> None:
         """Resumes a document the sweep claimed."""
@@ -235,14 +244,25 @@ class IngestionPipeline:
             await self._ingest(record, data, job, lease, forget_on_bad_input=True)
 
     async def _follow(self, record: DocumentRecord) -> DocumentRecord:
-        """Waits for the replica that took the document over; its READY record (else ``LeaseLost``)."""
+        """Waits for the replica that took the document over; its READY record. Raises what happened
+        instead when the document was deleted meanwhile or its ingestion failed there."""
         while True:
-            await asyncio.sleep(self._config.poll_s)
             current = await asyncio.to_thread(self._metadata.get_document, record.tenant, record.document_id)
-            if current is None or current.status is DocumentStatus.FAILED:
-                raise LeaseLost(record.document_id)
+            if current is None:
+                raise deleted_during_ingestion(record.document_id)
+            if current.status is DocumentStatus.FAILED:
+                raise Aborted(f"ingestion of document {record.document_id} was taken over by another replica and "
+                              f"failed there: {current.error_message}", reason="INGEST_FAILED",
+                              metadata={"document_id": record.document_id})
             if current.status is DocumentStatus.READY:
                 return current
+            await asyncio.sleep(self._config.poll_s)
+
+    async def _lost(self, record: DocumentRecord, lost: LeaseLost) -> DomainError:
+        """What to tell the caller of a job whose lease was lost: the document may have been deleted (by a
+        request to another replica) rather than taken over."""
+        current = await asyncio.to_thread(self._metadata.get_document, record.tenant, record.document_id)
+        return deleted_during_ingestion(record.document_id) if current is None else lost
 
     # -- stages ----------------------------------------------------------------------
     async def _ingest(self, record: DocumentRecord, data: bytes, job: IngestJob, lease: HeldLease,
