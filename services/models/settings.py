@@ -34,7 +34,7 @@ class EmbedderSettings(BaseSettings):
     """ONNX Runtime intra-op threads of one forward pass; 0: all cores (one pass runs at a time per process)."""
     batch_size: int = Field(default=0, ge=0, le=512)
     """Texts per forward pass (texts are sorted by length first, so a batch pads little); 0: the runtime's
-    measured best (``BEST_BATCH_SIZE``: ONNX 4, PyTorch 16). On 2 cores ONNX Runtime gains nothing from
+    measured best (``BEST_BATCH_SIZE``: ONNX 2, PyTorch 16). On 2 cores ONNX Runtime gains nothing from
     larger batches and loses to padding in the small, mixed passes of concurrent uploads (services/rag/README.md)."""
     batch_wait_ms: float = Field(default=5.0, ge=0, le=1000)
     """How long a forward pass waits for texts from other concurrent requests to fill it (micro-batching)."""
@@ -42,9 +42,13 @@ class EmbedderSettings(BaseSettings):
     """Most texts gathered from concurrent requests into one ``encode`` call."""
 
 
-BEST_BATCH_SIZE: dict[str, int] = {"onnx": 4, "onnx-int8": 4, "torch": 16}
-"""Chunks/s on 768 SciFact chunks, batch 4 / 8 / 16: fp32 ONNX 53.2 / 50.9 / 49.4, int8 80.9 / 77.9 / 73.6,
-PyTorch 37.3 / 40.6 / 41.9 (one run, 2 cores, 2026-12-03)."""
+BEST_BATCH_SIZE: dict[str, int] = {"onnx": 2, "onnx-int8": 2, "torch": 16}
+"""Chunks/s on 768 SciFact chunks in one call, batch 4 / 8 / 16: fp32 ONNX 53.2 / 50.9 / 49.4, int8 80.9 / 77.9 /
+73.6, PyTorch 37.3 / 40.6 / 41.9. ONNX batch 2 ties batch 4 there (480 chunks: fp32 51.1 and 52.2 vs 50.6 and
+53.6; int8 76.9 and 77.0 vs 76.4 and 79.3) and wins in the small passes concurrent uploads make (passes of 19
+texts: fp32 46.8 / 50.3 vs 44.7 / 47.2, int8 70.4 / 71.1 vs 66.6 / 69.7; of 8: fp32 47.0 / 47.9 vs 40.4 / 41.1).
+Through Envoy, 240 abstracts uploaded 8 at a time ran at 16.9 / 16.5 docs/s with batch 2 against 15.5 / 15.6
+with 4 (two rounds each, alternated). All on 2 cores, 2026-12-03."""
 
 
 def batch_size_for(settings: EmbedderSettings, runtime: str) -> int:
