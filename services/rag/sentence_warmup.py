@@ -3,7 +3,7 @@
 Answering embeds every sentence of its evidence pool; without this the first question on a new
 document pays for all of them (about 0.4 s with PyTorch on 2 cores) and the next one finds
 them cached. After a document is indexed its chunks' sentences are embedded into the same cache
-once ingestion is idle (they would compete with it for the cores), and, given ``analyse``, their
+once ingestion and answering are idle (``busy``: they would compete with it for the cores), and, given ``analyse``, their
 spaCy entities too (the larger part of the cold cost, with spaCy's first load), so the first
 question costs about what the next one does. Documents with more sentences than ``max_sentences`` are warmed
 only up to it, so one huge upload cannot evict every other document's vectors.

@@ -105,13 +105,14 @@ class RagService:
                               graph_sync, audio, storage=self.storage)
         )
         sentence_cache = CachedEncoder(model)
-        self.warmer = SentenceWarmer(sentence_cache, busy=lambda: self.runtime is not None and self.runtime.pipeline.busy,
-                                     analyse=spans.warm)
-        self.spacy_task = asyncio.ensure_future(asyncio.to_thread(spans.warm, ()))  # spaCy's first load, off the first question
-        runtime.pipeline.on_indexed = self.warmer.notify
         answers, agents = build_answering(runtime.index, runtime.metadata, model, self.answer_settings,
                                           self.router, related_documents=graph_related(GraphClient(self.channels)),
                                           sentence_cache=sentence_cache)
+        # The warm-up is background work: it yields to ingestion and to questions being answered.
+        self.warmer = SentenceWarmer(sentence_cache, busy=lambda: runtime.pipeline.busy or answers.busy,
+                                     analyse=spans.warm)
+        self.spacy_task = asyncio.ensure_future(asyncio.to_thread(spans.warm, ()))  # spaCy's first load, off the first question
+        runtime.pipeline.on_indexed = self.warmer.notify
         spoken = SpokenQuestions(answers, self.transcriber, self.speech.max_question_seconds)
         self.speech_task = asyncio.get_running_loop().create_task(warm_up(self.transcriber))
         inputs, crew, analysis = build_analysis(runtime.pipeline, runtime.catalog, answers, self.channels,

@@ -10,9 +10,10 @@ so the error does not reveal that they exist elsewhere).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -134,6 +135,20 @@ class AnswerService:
         self._generative = generative
         self._documents = documents
         self._can_generate = can_generate or (lambda: generative is not None)
+        self._in_flight = 0
+
+    @property
+    def busy(self) -> bool:
+        """True while a search, retrieval or answer is being worked on (background warm-up yields to it)."""
+        return self._in_flight > 0
+
+    @contextlib.contextmanager
+    def _working(self) -> Iterator[None]:
+        self._in_flight += 1
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
 
     @property
     def max_top_k(self) -> int:
@@ -156,15 +171,18 @@ class AnswerService:
     async def search(self, tenant: str, query: str, top_k: int, document_ids: Sequence[str],
                      fusion: FusionMethod | None = None, expand_with_graph: bool = False) -> list[RetrievedChunk]:
         request = self.validate(query, top_k, document_ids, field="query")
-        await self.check_documents(tenant, request.document_ids)
-        return await self.retriever.search(tenant, request.question, request.top_k or None,
-                                           request.document_ids or None, fusion, expand_with_graph)
+        with self._working():
+            await self.check_documents(tenant, request.document_ids)
+            return await self.retriever.search(tenant, request.question, request.top_k or None,
+                                               request.document_ids or None, fusion, expand_with_graph)
 
     async def retrieve(self, tenant: str, request: QueryRequest, top_k: int | None = None) -> list[RetrievedChunk]:
         """Evidence for the question; a multi-part question retrieves for each part and interleaves them."""
         parts = question_parts(assess_question(request.question).cleaned)
         k = top_k or request.top_k or self.retriever.config.default_top_k
-        found = await asyncio.gather(*(self.evidence_for(tenant, part, k, request.document_ids) for part in parts))
+        with self._working():
+            found = await asyncio.gather(*(self.evidence_for(tenant, part, k, request.document_ids)
+                                           for part in parts))
         merged: dict[str, RetrievedChunk] = {}
         for rank in range(max(len(hits) for hits in found)):
             for hits in found:
@@ -189,7 +207,7 @@ class AnswerService:
         A question carrying instructions for the model is answered from its honest part only.
         """
         started = time.perf_counter()
-        with tracing.stage("rag.answer", **{"docuthinker.evidence": len(retrieved)}) as span:
+        with self._working(), tracing.stage("rag.answer", **{"docuthinker.evidence": len(retrieved)}) as span:
             answer = await self._compose(question, retrieved)
             span.set_attribute("docuthinker.support", answer.support_status.name.lower())
         domain_metrics.ANSWER_SECONDS.observe(time.perf_counter() - started)
