@@ -12,8 +12,8 @@ Several orchestrators share the queue on PostgreSQL, and each runs the retry loo
 claims its letter with one conditional UPDATE (``claimed_by``/``claim_until``, taken only when no live
 claim exists, and for a retry only while the letter is still due), so two orchestrators never run one
 letter's handler at once, whether they replay it, retry it, or both. The attempt's outcome is written
-only under the claim. A claim outlives an attempt by ``claim_s`` at most: an orchestrator that dies
-mid-attempt leaves the letter to the others after that.
+only under the claim, which the attempt renews while its handler runs. A claim outlives an attempt by
+``claim_s`` at most: an orchestrator that dies mid-attempt leaves the letter to the others after that.
 """
 
 from __future__ import annotations
@@ -207,6 +207,7 @@ class DeadLetterQueue:
         token = request_context.bind(
             request_context.RequestContext(request_id=f"dlq-{letter.id}", tenant=letter.tenant)
         )
+        renewal = asyncio.get_running_loop().create_task(self._renew(letter.id))
         try:
             handler = self._handlers.get(letter.operation)
             if handler is None:
@@ -215,12 +216,24 @@ class DeadLetterQueue:
         except Exception as exc:  # noqa: BLE001 - the failure is the letter's new state
             return self._failed(letter, f"{type(exc).__name__}: {exc}", manual), False
         finally:
+            renewal.cancel()
             request_context.unbind(token)
         self._db.execute(
             f"UPDATE dead_letters SET state = ?, next_retry_at = NULL, {_UNCLAIM}", (REPLAYED, letter.id, self.owner)
         )
         log.info("dead letter replayed", extra={"fields": {"id": letter.id, "manual": manual}})
         return self.get(letter.id), True
+
+    async def _renew(self, letter_id: str) -> None:
+        """Extends the claim every third of ``claim_s`` while the handler runs, so a handler slower than the
+        claim is never run a second time by another orchestrator meanwhile; a dead one's claim still runs out."""
+        while True:
+            await asyncio.sleep(self.claim_s / 3)
+            try:
+                self._db.execute("UPDATE dead_letters SET claim_until = ? WHERE id = ? AND claimed_by = ?",
+                                 (self._clock() + self.claim_s, letter_id, self.owner))
+            except Exception:  # noqa: BLE001 - the next renewal tries again; the claim holds claim_s meanwhile
+                log.warning("dead-letter claim renewal failed", exc_info=True, extra={"fields": {"id": letter_id}})
 
     def _failed(self, letter: DeadLetter, error: str, manual: bool) -> DeadLetter:
         if manual:

@@ -49,8 +49,9 @@ class OrchestratorSettings(BaseSettings):
     dlq_poll_s: float = Field(default=5.0, gt=0)
     """How often the background task looks for dead letters that are due."""
     dlq_claim_s: float = Field(default=600.0, gt=0)
-    """How long one orchestrator's replay or retry of a dead letter keeps others from running it; an
-    orchestrator that dies mid-attempt leaves the letter to the others after this."""
+    """How long one orchestrator's claim on a dead letter it replays or retries keeps others from running it
+    (renewed every third of it while the handler runs); an orchestrator that dies mid-attempt leaves the
+    letter to the others after this."""
     conversation_max_messages: int = Field(default=20, ge=2)
     """Above this many messages the older ones are summarised."""
     conversation_keep_last: int = Field(default=10, ge=1)

@@ -204,3 +204,19 @@ async def test_a_dead_orchestrators_claim_runs_out(open_db, clock):
     clock.advance(61)
     _, ok = await second.replay(letter.id)
     assert ok and handler.calls == 1
+
+
+async def test_a_handler_slower_than_the_claim_keeps_it_renewed_and_runs_once(open_db, clock):
+    handler = Blocking()
+    first, second = _orchestrators(open_db, clock, handler, max_retries=0, claim_s=0.3)
+    letter = first.enqueue("op", {}, "boom", tenant="acme")
+    running = asyncio.create_task(first.replay(letter.id))
+    await asyncio.wait_for(handler.entered.wait(), 10)
+    clock.advance(10)  # far past the claim it took
+    await asyncio.sleep(0.35)  # renewed meanwhile, from the clock as it is now
+    with pytest.raises(FailedPrecondition) as busy:
+        await asyncio.wait_for(second.replay(letter.id), 5)
+    assert busy.value.reason == "RETRY_IN_FLIGHT"
+    handler.release.set()
+    replayed, ok = await running
+    assert ok and replayed.state == REPLAYED and handler.calls == 1
