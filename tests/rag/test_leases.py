@@ -169,11 +169,17 @@ async def _wait(condition, timeout: float = 20.0) -> None:
         await asyncio.sleep(0.05)
 
 
+async def _upload_held_at_embedding(runtime, gate: GatedEmbedder) -> asyncio.Task:
+    """Starts an upload on ``runtime`` and returns once it waits at the embedder's gate (mid-ingestion)."""
+    upload = asyncio.create_task(collect(runtime.pipeline.upload("acme", "piers.txt", "text/plain", TEXT.encode())))
+    await asyncio.to_thread(gate.entered.wait, 10)
+    return upload
+
+
 async def test_the_heartbeat_keeps_the_lease_of_a_long_ingestion(open_runtime, open_store) -> None:
     gate = GatedEmbedder()
     runtime = open_runtime(gate, ingest_lease_s=0.6)
-    task = asyncio.create_task(collect(runtime.pipeline.upload("acme", "piers.txt", "text/plain", TEXT.encode())))
-    await asyncio.to_thread(gate.entered.wait, 10)
+    task = await _upload_held_at_embedding(runtime, gate)
     other = open_store("starting-replica")
     for _ in range(8):  # four leases long: renewed all along
         assert other.claim_unfinished() is None
@@ -193,8 +199,7 @@ async def test_a_stalled_replica_is_taken_over_and_its_upload_reports_the_takeov
     stalled = open_runtime(gate, ingest_lease_s=0.6)
     # Its heartbeats stop landing (a long pause), though it goes on working once the gate opens.
     monkeypatch.setattr(stalled.metadata, "renew_lease", lambda tenant, document_id: True)
-    upload = asyncio.create_task(collect(stalled.pipeline.upload("acme", "piers.txt", "text/plain", TEXT.encode())))
-    await asyncio.to_thread(gate.entered.wait, 10)
+    upload = await _upload_held_at_embedding(stalled, gate)
     (record,) = stalled.metadata.list_documents("acme", 10)
     await asyncio.sleep(0.8)  # the lease runs out
     survivor = open_runtime(ingest_lease_s=0.6)
@@ -214,8 +219,7 @@ async def test_a_stalled_replica_is_taken_over_and_its_upload_reports_the_takeov
 async def test_a_starting_replica_leaves_a_live_ingestion_alone(open_runtime, store_backend) -> None:
     gate = GatedEmbedder()
     live = open_runtime(gate, ingest_lease_s=0.6)
-    upload = asyncio.create_task(collect(live.pipeline.upload("acme", "piers.txt", "text/plain", TEXT.encode())))
-    await asyncio.to_thread(gate.entered.wait, 10)
+    upload = await _upload_held_at_embedding(live, gate)
     starting = open_runtime(ingest_lease_s=0.6)
     sweeps = asyncio.create_task(starting.pipeline.sweep_forever(0.2))
     await asyncio.sleep(1.5)  # several sweeps, more than two leases long
@@ -232,8 +236,7 @@ async def test_a_starting_replica_leaves_a_live_ingestion_alone(open_runtime, st
 async def test_a_document_deleted_through_another_replica_mid_ingestion_says_so(open_runtime, store_backend) -> None:
     gate = GatedEmbedder()
     ingesting = open_runtime(gate, ingest_lease_s=0.6)
-    upload = asyncio.create_task(collect(ingesting.pipeline.upload("acme", "piers.txt", "text/plain", TEXT.encode())))
-    await asyncio.to_thread(gate.entered.wait, 10)
+    upload = await _upload_held_at_embedding(ingesting, gate)
     (record,) = ingesting.metadata.list_documents("acme", 10)
     other = open_runtime(ingest_lease_s=0.6)
     await other.catalog.delete("acme", record.document_id)
