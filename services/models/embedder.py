@@ -60,9 +60,10 @@ def verified_model_path() -> Path:
 
 def identity(runtime: str) -> str:
     """What an index must record to know which vectors it holds, e.g. ``all-MiniLM-L6-v2@53aa51172d14/fp32``."""
-    # "int8-ffn": only the feed-forward weights are int8 (onnx_export._quantise); the all-int8 file of
-    # export version 1 recorded "int8", so its vectors are never taken for these.
-    precision = "int8-ffn" if runtime == "onnx-int8" else "fp32"
+    # "int8-ffn-in": only the feed-forward layers' first MatMul is int8 (onnx_export._quantise). Earlier int8
+    # files recorded "int8" (all of it, export version 1) and "int8-ffn" (both feed-forward MatMuls), so
+    # their vectors are never taken for these.
+    precision = "int8-ffn-in" if runtime == "onnx-int8" else "fp32"
     return f"{MODEL_NAME}@{WEIGHTS_SHA256[:12]}/{precision}"
 
 
