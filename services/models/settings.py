@@ -20,13 +20,14 @@ class EmbedderSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="DOCUTHINKER_EMBED_", frozen=True, extra="ignore")
 
-    runtime: Runtime = "onnx"
-    """``onnx`` (ONNX Runtime fp32: PyTorch's vectors, so no re-index), ``onnx-int8`` (feed-forward weights
-    dynamically quantised; its own vectors) or ``torch`` (sentence-transformers; the one for DOCUTHINKER_DEVICE=cuda).
+    runtime: Runtime = "onnx-int8"
+    """``onnx-int8`` (ONNX Runtime, the feed-forward layers' first MatMul dynamically quantised; its own vectors),
+    ``onnx`` (fp32: PyTorch's vectors) or ``torch`` (sentence-transformers; the one for DOCUTHINKER_DEVICE=cuda).
     The default is the rule of bench/embed_bench.py: the fastest variant within 0.005 SciFact dense nDCG@10 (full
-    corpus) of PyTorch with mean cosine >= 0.99, else fp32 ONNX. bench/results/embed-2026-12-03.json: fp32 1.27x
-    PyTorch (cosine 1.0); int8 1.86x, cosine 0.9956, dense nDCG@10 0.6791 vs 0.6850 (0.0059 below: outside the
-    bound; fused 0.7294 vs 0.7280), so fp32. Vectors of another precision in an index are refused at startup."""
+    corpus) of PyTorch with mean cosine >= 0.99, else fp32 ONNX. bench/results/embed-2026-12-03.json: int8 1.56x
+    PyTorch, mean cosine 0.9988, dense nDCG@10 0.6848 vs 0.6844 (fused 0.7310 vs 0.7292); fp32 1.29x. An index
+    of another runtime's vectors is refused at startup (set this back, or re-embed with
+    DOCUTHINKER_RAG_REINDEX_ON_MODEL_CHANGE=true)."""
     cache_dir: pathlib.Path | None = None
     """Where exported ONNX files are kept, one folder per weights hash; unset: the install's export (``make setup``
     writes it under ``<venv>/share/docuthinker/models``), else ``<DOCUTHINKER_DATA_DIR>/models`` on first use."""
