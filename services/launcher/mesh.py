@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -42,10 +43,25 @@ HTTP_APPS = (http_apps.OPENAI_API,)
 _PR_SET_PDEATHSIG = 1
 
 
+_ISSUED_PORTS: set[int] = set()
+_ISSUED_LOCK = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now and never handed out before by this process.
+
+    The kernel may give the same free port to two binds in a row once the first socket is closed; a mesh picks
+    its ~25 ports before any child binds them, so without the record two children would now and then be given
+    one port and the second would exit on EADDRINUSE.
+    """
+    with _ISSUED_LOCK:
+        while True:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            if port not in _ISSUED_PORTS:
+                _ISSUED_PORTS.add(port)
+                return port
 
 
 def _die_with_parent() -> None:

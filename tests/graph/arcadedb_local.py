@@ -15,7 +15,7 @@ import os
 import pathlib
 import secrets
 import signal
-import socket
+
 import subprocess
 import sys
 import time
@@ -24,15 +24,10 @@ from dataclasses import dataclass, field
 from pydantic import SecretStr
 
 from services.graph.settings import Neo4jSettings
+from services.launcher.mesh import free_port
 
 READY = "ARCADEDB READY"
 _PR_SET_PDEATHSIG = 1
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _die_with_parent() -> None:
@@ -51,7 +46,7 @@ class LocalArcadeDb:
 
     def start(self) -> LocalArcadeDb:
         self.root.mkdir(parents=True, exist_ok=True)
-        self.http_port, self.bolt_port = _free_port(), _free_port()
+        self.http_port, self.bolt_port = free_port(), free_port()
         env = {**os.environ, "ARCADEDB_LOCAL_PASSWORD": self.password, "ARCADEDB_LOCAL_HEAP": self.heap}
         log = open(self.root / "arcadedb.log", "ab")  # noqa: SIM115 - owned by the child
         self._proc = subprocess.Popen(

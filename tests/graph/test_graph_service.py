@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import socket
+
 import uuid
 
 import grpc
@@ -17,14 +17,9 @@ from services.graph.client import DocumentUpsert, GraphClient
 from services.graph.neo4j_store import Neo4jGraphStore
 from services.graph.service import binding
 from services.graph.settings import GraphSettings, Neo4jSettings
+from services.launcher.mesh import free_port
 from services.runtime import MeshSettings, create_server, open_channel
 from services.runtime.errors import DomainError, Unavailable
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -167,7 +162,7 @@ async def test_a_fact_before_any_document_fails_the_stream(served):
 
 async def test_client_raises_unavailable_when_the_service_is_down():
     settings = MeshSettings(downstream_timeout_s=5)
-    channel = open_channel(f"127.0.0.1:{_free_port()}", settings)
+    channel = open_channel(f"127.0.0.1:{free_port()}", settings)
     try:
         client = GraphClient(channel)
         with pytest.raises(Unavailable):
@@ -181,7 +176,7 @@ async def test_client_raises_unavailable_when_the_service_is_down():
 async def test_backend_outage_is_unavailable_not_internal(tmp_path):
     """The service stays up when its Bolt backend is down, and says UNAVAILABLE so callers replay later."""
     settings = MeshSettings(data_dir=tmp_path, downstream_timeout_s=10)
-    dead = Neo4jSettings(uri=f"bolt://127.0.0.1:{_free_port()}", password="x", connect_timeout_s=0.5)
+    dead = Neo4jSettings(uri=f"bolt://127.0.0.1:{free_port()}", password="x", connect_timeout_s=0.5)
     store = Neo4jGraphStore(dead)
     running = await create_server(binding(settings, GraphSettings(backend="neo4j"), store=store), settings, port=0)
     channel = open_channel(f"127.0.0.1:{running.port}", settings)
