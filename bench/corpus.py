@@ -49,7 +49,7 @@ class DiskCachedEncoder:
         self._embedder = embedder or get_embedder()
         suffix = f"-{namespace}" if namespace else ""
         runtime = getattr(self._embedder, "runtime", "torch")
-        # A quantised file's scope is part of its vectors' identity ("int8-ffn-in"): another int8 file's
+        # A quantised file's scope is part of its vectors' identity ("int8-smooth-<digest>"): another int8 file's
         # cached vectors must never stand in for it. fp32 keeps the runtime's name alone.
         precision = str(getattr(self._embedder, "identity", "/fp32")).rsplit("/", 1)[-1]
         tag = runtime if precision == "fp32" else f"{runtime}-{precision}"

@@ -60,10 +60,15 @@ def verified_model_path() -> Path:
 
 def identity(runtime: str) -> str:
     """What an index must record to know which vectors it holds, e.g. ``all-MiniLM-L6-v2@53aa51172d14/fp32``."""
-    # "int8-ffn-in": only the feed-forward layers' first MatMul is int8 (onnx_export._quantise). Earlier int8
-    # files recorded "int8" (all of it, export version 1) and "int8-ffn" (both feed-forward MatMuls), so
-    # their vectors are never taken for these.
-    precision = "int8-ffn-in" if runtime == "onnx-int8" else "fp32"
+    # "int8-smooth-<digest>": every MatMul and the attention int8, smoothed by the scales file of that digest
+    # (onnx_export._quantise). Earlier int8 files recorded "int8" (everything, unsmoothed), "int8-ffn" and
+    # "int8-ffn-in" (feed-forward only), so their vectors are never taken for these.
+    if runtime == "onnx-int8":
+        from services.models.int8_calibration import scales_digest
+
+        precision = f"int8-smooth-{scales_digest()}"
+    else:
+        precision = "fp32"
     return f"{MODEL_NAME}@{WEIGHTS_SHA256[:12]}/{precision}"
 
 

@@ -3,8 +3,9 @@
 The graph holds the whole sentence-transformers model: BERT, mean pooling over the attention
 mask and L2 normalisation, so ONNX Runtime returns finished embeddings. The fp32 file is then
 optimised for BERT (fused attention, embedding and skip layer norms, GELU: onnxruntime.transformers)
-and the int8 variant is dynamically quantised from it (the feed-forward layers' first MatMul only,
-``_quantise``). Files are written under a temporary name and renamed,
+and the int8 variant is dynamically quantised from it (every MatMul with a constant weight and the fused
+attention), after the outlier channels of their inputs are smoothed into the weights with the committed
+scales of ``int8_calibration`` (``_smooth``). Files are written under a temporary name and renamed,
 so processes exporting at the same time (rag, nlp, orchestrator on a first start) never read a
 half-written file; the folder name carries the weights' hash, so new weights mean a new export.
 """
@@ -27,8 +28,16 @@ def export_dir(cache_root: pathlib.Path, model_name: str, weights_sha256: str) -
     return pathlib.Path(cache_root) / f"{model_name}-{weights_sha256[:16]}-onnx{EXPORT_VERSION}"
 
 
-FILES = {"onnx": "model-fp32.onnx", "onnx-int8": "model-int8-intermediate.onnx"}
-"""The int8 file's name says its scope: ``model-int8.onnx`` (both feed-forward MatMuls) came before it."""
+def _int8_file() -> str:
+    from services.models.int8_calibration import scales_digest
+
+    return f"model-int8-smooth-{scales_digest()}.onnx"
+
+
+FILES = {"onnx": "model-fp32.onnx", "onnx-int8": _int8_file()}
+"""The int8 file's name carries its scales file's digest, so new scales mean a new file; ``model-int8.onnx``
+(everything, unsmoothed), ``model-int8-ffn.onnx`` and ``model-int8-intermediate.onnx`` (feed-forward only)
+came before it."""
 
 
 def is_complete(folder: pathlib.Path) -> bool:
@@ -77,44 +86,93 @@ def _optimise(raw: pathlib.Path, out: pathlib.Path, num_heads: int, hidden_size:
     optimised.save_model_to_file(str(out))
 
 
-def _quantise(fp32: pathlib.Path, out: pathlib.Path) -> None:
-    """int8 weights for the first feed-forward MatMul of each layer only (``intermediate.dense``, 384 -> 1536).
+class ScalesMismatchError(RuntimeError):
+    """The smoothing scales name nodes the exported graph lacks (or miss some): re-run int8_calibration."""
 
-    Scopes measured on the full SciFact corpus (train queries), against fp32's dense nDCG@10 of 0.6844 with
-    the same chunks: both feed-forward MatMuls ran 1.86x PyTorch at mean cosine 0.9956 but lost 0.0059
-    nDCG@10 (outside the 0.005 bound); keeping layer 5 in fp32 lost 0.0082, so the loss is not one layer's.
-    The second MatMul (``output.dense``) reads the GELU's output, whose outliers a per-tensor dynamic
-    activation scale resolves badly; without it the file runs 1.52x PyTorch (fp32: 1.28x) at mean cosine
-    0.9988 and nDCG@10 0.6848. Quantising everything ran 3.7x but agreed at cosine 0.994 and lost 0.009
-    (bench/results/embed-int8-scope-2026-12-03.json)."""
+
+def _smooth(model, scales: dict) -> None:
+    """In place: each target reads its input divided by ``s`` (a Mul) through a weight whose rows are times ``s``.
+
+    Only the target's own input is scaled: the same activation also feeds the residual, which must not change.
+    """
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    from services.models.int8_calibration import smoothing_targets
+
+    targets = smoothing_targets(model)
+    if {node.name for node, _, _ in targets} != set(scales):
+        raise ScalesMismatchError("int8 smoothing scales do not match the exported graph's MatMul/Attention nodes")
+    weights = {init.name: init for init in model.graph.initializer}
+    smoothing = {}
+    for node, activation, weight in targets:
+        s = scales[node.name]
+        w = numpy_helper.to_array(weights[weight])
+        model.graph.initializer.append(numpy_helper.from_array((w * s[:, None]).astype(np.float32), f"{weight}/smoothed"))
+        model.graph.initializer.append(numpy_helper.from_array((1.0 / s).astype(np.float32), f"{node.name}/inv_scale"))
+        smoothing[id(node)] = helper.make_node("Mul", [activation, f"{node.name}/inv_scale"],
+                                               [f"{node.name}/smoothed_input"], name=f"{node.name}/smooth")
+        node.input[0], node.input[1] = f"{node.name}/smoothed_input", f"{weight}/smoothed"
+    nodes = [n for node in model.graph.node for n in ((smoothing[id(node)], node) if id(node) in smoothing else (node,))]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    used = {name for node in model.graph.node for name in node.input}
+    kept = [init for init in model.graph.initializer if init.name in used]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(kept)
+
+
+def _quantise(fp32: pathlib.Path, out: pathlib.Path) -> None:
+    """int8 weights (per output channel) for every constant-weight MatMul and the fused attention, smoothed first.
+
+    Scopes measured on the full SciFact corpus (train queries), against PyTorch's dense nDCG@10 of 0.6844:
+    unsmoothed, the first feed-forward MatMul alone kept quality (0.6848) at 1.56x PyTorch; both feed-forward
+    MatMuls lost 0.0059 and everything (3.7x on a loaded machine) lost 0.009, because a few outlier input
+    channels set each activation's one dynamic scale. Smoothed (``int8_calibration``), everything agreed at
+    mean cosine 0.9978 on sampled chunks and scored 0.6855 (bench/results/embed-2026-12-04.json)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    model = onnx.load(str(fp32), load_external_data=False)
-    kept = [n.name for n in model.graph.node if n.op_type == "MatMul" and "/intermediate/" not in n.name]
-    # The fused nodes (com.microsoft domain) defeat ONNX shape inference; their outputs are float.
-    quantize_dynamic(str(fp32), str(out), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul"], nodes_to_exclude=kept,
-                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    from services.models.int8_calibration import load_scales
+
+    model = onnx.load(str(fp32))
+    _smooth(model, load_scales())
+    smoothed = out.with_name(out.name + ".smoothed")
+    try:
+        onnx.save(model, str(smoothed))
+        # The fused nodes (com.microsoft domain) defeat ONNX shape inference; their outputs are float.
+        quantize_dynamic(str(smoothed), str(out), weight_type=QuantType.QInt8, per_channel=True,
+                         op_types_to_quantize=["MatMul", "Attention"],
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    finally:
+        smoothed.unlink(missing_ok=True)
+
+
+def ensure_exported_fp32(model_dir: pathlib.Path, cache_root: pathlib.Path, model_name: str, weights_sha256: str,
+                         num_heads: int, hidden_size: int) -> pathlib.Path:
+    """The export folder, holding the fp32 (optimised) file at least; exports it when missing."""
+    folder = export_dir(cache_root, model_name, weights_sha256)
+    folder.mkdir(parents=True, exist_ok=True)
+    fp32 = folder / FILES["onnx"]
+    if not fp32.exists():
+        log.info("exporting ONNX model", extra={"fields": {"folder": str(folder)}})
+        raw = _tmp(folder / "raw.onnx")
+        tmp = _tmp(fp32)
+        try:
+            _export_fp32(model_dir, raw)
+            _optimise(raw, tmp, num_heads, hidden_size)
+            os.replace(tmp, fp32)
+        finally:
+            raw.unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
+    return folder
 
 
 def ensure_exported(model_dir: pathlib.Path, cache_root: pathlib.Path, model_name: str, weights_sha256: str,
                     num_heads: int, hidden_size: int) -> dict[str, pathlib.Path]:
     """Paths of the ``onnx`` (fp32, optimised) and ``onnx-int8`` files, exporting what is missing."""
-    folder = export_dir(cache_root, model_name, weights_sha256)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = ensure_exported_fp32(model_dir, cache_root, model_name, weights_sha256, num_heads, hidden_size)
     paths = {runtime: folder / name for runtime, name in FILES.items()}
-    if not paths["onnx"].exists():
-        log.info("exporting ONNX model", extra={"fields": {"folder": str(folder)}})
-        raw = _tmp(folder / "raw.onnx")
-        tmp = _tmp(paths["onnx"])
-        try:
-            _export_fp32(model_dir, raw)
-            _optimise(raw, tmp, num_heads, hidden_size)
-            os.replace(tmp, paths["onnx"])
-        finally:
-            raw.unlink(missing_ok=True)
-            tmp.unlink(missing_ok=True)
     if not paths["onnx-int8"].exists():
         tmp = _tmp(paths["onnx-int8"])
         try:

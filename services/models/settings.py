@@ -21,13 +21,13 @@ class EmbedderSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DOCUTHINKER_EMBED_", frozen=True, extra="ignore")
 
     runtime: Runtime = "onnx-int8"
-    """``onnx-int8`` (ONNX Runtime, the feed-forward layers' first MatMul dynamically quantised; its own vectors),
-    ``onnx`` (fp32: PyTorch's vectors) or ``torch`` (sentence-transformers; the one for DOCUTHINKER_DEVICE=cuda).
-    The default is the rule of bench/embed_bench.py: the fastest variant within 0.005 SciFact dense nDCG@10 (full
-    corpus) of PyTorch with mean cosine >= 0.99, else fp32 ONNX. bench/results/embed-2026-12-03.json: int8 1.56x
-    PyTorch, mean cosine 0.9988, dense nDCG@10 0.6848 vs 0.6844 (fused 0.7310 vs 0.7292); fp32 1.29x. An index
-    of another runtime's vectors is refused at startup (set this back, or re-embed with
-    DOCUTHINKER_RAG_REINDEX_ON_MODEL_CHANGE=true)."""
+    """``onnx-int8`` (ONNX Runtime, every MatMul and the attention dynamically quantised after the committed
+    smoothing scales; its own vectors), ``onnx`` (fp32: PyTorch's vectors) or ``torch`` (sentence-transformers; the
+    one for DOCUTHINKER_DEVICE=cuda). The default is the rule of bench/embed_bench.py: the fastest variant within
+    0.005 SciFact dense nDCG@10 (full corpus) of PyTorch with mean cosine >= 0.99, else fp32 ONNX.
+    bench/results/embed-2026-12-04.json: int8 2.28x PyTorch, mean cosine 0.9978, dense nDCG@10 0.6859 vs 0.6844
+    (fused 0.7311 vs 0.7292); fp32 1.30x. An index of another runtime's vectors is refused at startup (set this
+    back, or re-embed with DOCUTHINKER_RAG_REINDEX_ON_MODEL_CHANGE=true)."""
     cache_dir: pathlib.Path | None = None
     """Where exported ONNX files are kept, one folder per weights hash; unset: the install's export (``make setup``
     writes it under ``<venv>/share/docuthinker/models``), else ``<DOCUTHINKER_DATA_DIR>/models`` on first use."""

@@ -7,6 +7,7 @@ import pytest
 
 from services.models import onnx_export
 from services.models.embedder import DIMENSION, build_embedder, identity
+from services.models.int8_calibration import load_scales, scales_digest, scales_from
 from services.models.settings import EmbedderSettings
 
 pytestmark = pytest.mark.models  # exports and runs the real MiniLM (PyTorch and ONNX Runtime)
@@ -71,7 +72,7 @@ def test_identity_separates_precisions_not_runtimes() -> None:
     assert identity("onnx-int8") != identity("onnx")
 
 
-def test_the_export_fuses_attention_and_int8_quantises_only_the_feed_forward(settings) -> None:
+def test_the_export_fuses_attention_and_int8_quantises_every_matmul_behind_a_smoothing_mul(settings) -> None:
     """Version 1 exported SDPA attention that no optimizer pass fused (0.94x PyTorch, bench/onnx_variants.py)."""
     import collections
 
@@ -80,10 +81,51 @@ def test_the_export_fuses_attention_and_int8_quantises_only_the_feed_forward(set
     build_embedder(settings, "onnx-int8")
     folder = onnx_export.export_dir(settings.cache_dir, "all-MiniLM-L6-v2", identity_hash())
     fp32 = collections.Counter(n.op_type for n in onnx.load(str(folder / "model-fp32.onnx")).graph.node)
-    int8 = collections.Counter(n.op_type for n in onnx.load(str(folder / onnx_export.FILES["onnx-int8"])).graph.node)
+    int8 = onnx.load(str(folder / onnx_export.FILES["onnx-int8"])).graph
+    ops = collections.Counter(n.op_type for n in int8.node)
     assert fp32["Attention"] == 6 and fp32["EmbedLayerNormalization"] == 1
-    assert int8["Attention"] == 6 and int8["MatMulInteger"] == 6  # the first feed-forward MatMul of each layer
-    assert identity("onnx-int8").endswith("/int8-ffn-in")  # never the vectors of the earlier int8 files
+    # Per layer: the attention, its output dense and both feed-forward MatMuls, each reading a smoothed input.
+    assert ops["QAttention"] == 6 and ops["Attention"] == 0 and ops["MatMulInteger"] == 18 and ops["MatMul"] == 0
+    smooth = [n for n in int8.node if n.name.endswith("/smooth")]
+    assert len(smooth) == 24 and {n.op_type for n in smooth} == {"Mul"}
+    assert identity("onnx-int8").endswith(f"/int8-smooth-{scales_digest()}")  # never an earlier int8 file's vectors
+
+
+def test_scales_that_do_not_match_the_graph_are_refused(settings) -> None:
+    import onnx
+
+    folder = onnx_export.export_dir(settings.cache_dir, "all-MiniLM-L6-v2", identity_hash())
+    build_embedder(settings, "onnx")
+    model = onnx.load(str(folder / "model-fp32.onnx"))
+    scales = load_scales()
+    with pytest.raises(onnx_export.ScalesMismatchError):
+        onnx_export._smooth(model, {k: v for k, v in scales.items() if k != "Attention_0"})
+    with pytest.raises(onnx_export.ScalesMismatchError):
+        onnx_export._smooth(model, scales | {"Attention_9": scales["Attention_0"]})
+
+
+def test_smoothing_leaves_the_fp32_function_unchanged(settings, torch_vectors) -> None:
+    """Dividing an input channel by s and multiplying the weight row by s is exact but for rounding."""
+    import onnx
+
+    from services.models.embedder import MODEL_NAME, verified_model_path
+    from services.models.onnx_embedder import OnnxEmbedder
+
+    folder = onnx_export.export_dir(settings.cache_dir, "all-MiniLM-L6-v2", identity_hash())
+    build_embedder(settings, "onnx")
+    model = onnx.load(str(folder / "model-fp32.onnx"))
+    onnx_export._smooth(model, load_scales())
+    smoothed = settings.cache_dir / "smoothed-fp32.onnx"
+    onnx.save(model, str(smoothed))
+    embedder = OnnxEmbedder(smoothed, verified_model_path() / "tokenizer.json", name=MODEL_NAME,
+                            dimension=DIMENSION, identity="probe", runtime="probe")
+    assert (embedder.encode(SENTENCES) * torch_vectors).sum(axis=1).min() >= 0.9999
+    smoothed.unlink()
+
+
+def test_the_scales_rule_raises_only_channels_above_the_median() -> None:
+    maxima = {"Attention_0": np.array([1.0, 2.0, 2.0, 3.0, 30.0], dtype=np.float32)}
+    np.testing.assert_allclose(scales_from(maxima)["Attention_0"], [1.0, 1.0, 1.0, 1.5, 15.0])
 
 
 def test_an_unset_cache_uses_the_install_export_when_setup_made_one(tmp_path, monkeypatch) -> None:
