@@ -1,10 +1,12 @@
 """Micro-batching: texts from concurrent ``encode`` calls share forward passes.
 
 Many small uploads each embed two or three chunks; alone, each pays a whole forward pass for
-them. Callers (worker threads) queue their texts and block; one dispatcher thread takes every
-request waiting, waits at most ``wait_s`` for more while the batch is short of ``max_texts``,
-encodes them in one call and hands each caller its own rows. Under no load nothing waits but
-the bound; under load requests queue while a pass runs and are merged into the next one.
+them. Callers queue their texts and either block (``encode``, from a worker thread) or hold a
+future (``submit``: an event loop awaits it without tying up a worker thread for the length of
+a pass). One dispatcher thread takes every request waiting and encodes them in one call, handing
+each caller its own rows. When it finds the queue empty it waits for the next request and then
+at most ``wait_s`` for more (requests arriving together share a pass); under load it never
+waits: requests queue while a pass runs and are merged into the next one, back to back.
 A failing combined pass is retried per request, so one caller's bad input fails only it.
 """
 
@@ -50,14 +52,19 @@ class MicroBatcher:
         return self.inner.dimension
 
     def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.inner.dimension), dtype=np.float32)
         if len(texts) >= self._max_texts:  # a full batch on its own: nothing to gain by queueing
             return self.inner.encode(list(texts))
-        self._ensure_started()
+        return self.submit(texts).result()
+
+    def submit(self, texts: list[str]) -> Future:
+        """Queues ``texts`` for a shared pass; the future holds their rows (or the pass's error)."""
         done: Future = Future()
+        if not texts:
+            done.set_result(np.zeros((0, self.inner.dimension), dtype=np.float32))
+            return done
+        self._ensure_started()
         self._queue.put((list(texts), done))
-        return done.result()
+        return done
 
     def _ensure_started(self) -> None:
         with self._start_lock:
@@ -66,9 +73,14 @@ class MicroBatcher:
                 self._thread.start()
 
     def _gather(self) -> list[tuple[list[str], Future]]:
-        batch = [self._queue.get()]
+        try:
+            batch = [self._queue.get_nowait()]
+            wait_s = 0.0  # a backlog: passes run back to back, and what queued meanwhile is taken below
+        except queue.Empty:
+            batch = [self._queue.get()]
+            wait_s = self._wait_s
         size = len(batch[0][0])
-        deadline = time.monotonic() + self._wait_s
+        deadline = time.monotonic() + wait_s
         while size < self._max_texts:
             remaining = deadline - time.monotonic()
             try:
@@ -81,7 +93,10 @@ class MicroBatcher:
 
     def _run(self) -> None:
         while True:
-            batch = self._gather()
+            # A caller that gave up (its awaiting task was cancelled) is dropped; the rest can no longer be cancelled.
+            batch = [(request, done) for request, done in self._gather() if done.set_running_or_notify_cancel()]
+            if not batch:
+                continue
             texts = [t for request, _ in batch for t in request]
             try:
                 vectors = self.inner.encode(texts)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -77,3 +77,35 @@ def test_a_full_batch_skips_the_queue() -> None:
     batcher = MicroBatcher(inner, wait_s=10.0, max_texts=2)
     assert batcher.encode(["xy", "z"])[:, 0].tolist() == [2, 1]
     assert batcher._thread is None
+
+
+def test_a_request_queued_behind_a_pass_goes_next_without_waiting_the_bound() -> None:
+    """Under load the bound is not waited: what queued during a pass is taken at once."""
+    inner = GatedEncoder()
+    batcher = MicroBatcher(inner, wait_s=30.0, max_texts=64)
+    first = batcher.submit(["first"])  # an idle batcher waits the bound for company: cut short by max_texts below
+    batcher._queue.put((["x"] * 63, Future()))
+    assert inner.entered.wait(30)
+    queued = batcher.submit(["queued"])
+    _queued(batcher, 1)
+    inner.release.set()
+    assert first.result(30)[:, 0].tolist() == [5]
+    assert queued.result(5)[:, 0].tolist() == [6]  # not the 30 s bound
+    assert len(inner.calls) == 2
+
+
+async def test_an_awaiting_caller_holds_no_thread_and_a_cancelled_one_is_dropped() -> None:
+    import asyncio
+
+    inner = GatedEncoder()
+    batcher = MicroBatcher(inner, wait_s=0.0, max_texts=64)
+    first = asyncio.ensure_future(asyncio.wrap_future(batcher.submit(["warm"])))
+    await asyncio.to_thread(inner.entered.wait, 30)
+    gone = asyncio.ensure_future(asyncio.wrap_future(batcher.submit(["gone"])))
+    kept = asyncio.ensure_future(asyncio.wrap_future(batcher.submit(["kept"])))
+    await asyncio.to_thread(_queued, batcher, 2)
+    gone.cancel()
+    inner.release.set()
+    assert (await first)[:, 0].tolist() == [4]
+    assert (await kept)[:, 0].tolist() == [4]
+    assert inner.calls[1] == ["kept"]  # the cancelled request's texts were never encoded
