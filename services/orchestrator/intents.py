@@ -46,7 +46,7 @@ INTENTS: dict[str, Intent] = {
             "tl;dr of this text", "condense this report into a short summary"), "summarize"),
         Intent("document.keyIdeas", "Key ideas of a document", (
             "what are the key ideas", "list the main points", "extract the key takeaways",
-            "what are the most important ideas in this text"), "key_ideas"),
+            "what are the most important ideas in this text", "what were the main takeaways from this report"), "key_ideas"),
         Intent("document.discussionPoints", "Questions worth discussing", (
             "generate discussion points", "what questions could we discuss about this",
             "give me questions for a book club", "discussion topics for a meeting about this document"),
