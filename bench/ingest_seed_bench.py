@@ -5,6 +5,9 @@ Issue #20's figures, side by side in one run on the same documents:
 - **many small documents uploaded concurrently**: ``--small`` SciFact abstracts (seeded), one
   ``.txt`` upload each, ``--concurrency`` uploads in flight at once through Envoy (raw REST
   body, SSE progress read to ``done``), timed from the first byte sent to the last ``done``;
+- **the same small documents at more uploads in flight** (``--sweep``, default 16 and 32; the first
+  runtime only), each level under a tenant of its own so nothing is a duplicate: how far the
+  share of the raw limit depends on how full the shared forward passes get;
 - **one large document**: ``--large`` other abstracts in one ``.txt`` file, one upload;
 - **the seeds' pipeline** (``bench.seed_pipeline``: LangChain splitter, Chroma, sentence-transformers
   ``encode`` in batches of 32, one document at a time, as the seeds ran it) on the same documents
@@ -19,6 +22,7 @@ per run, between the runtimes, since its runtime never changes. Ratios are the f
 the machine is shared and noisy.
 
 Usage: python -m bench.ingest_seed_bench [--runtimes onnx-int8,torch] [--small 300] [--large 300]
+       [--concurrency 8] [--sweep 16,32]
 """
 
 from __future__ import annotations
@@ -57,9 +61,9 @@ def corpora(small: int, large: int, seed: int, settings: RagSettings, max_bytes:
     return {"small_concurrent": smalls, "large_one": [big]}
 
 
-def _post(client, upload: Upload) -> int:
+def _post(client, upload: Upload, tenant: dict[str, str] = TENANT) -> int:
     reply = client.post("/v1/documents", params={"filename": upload.name}, content=upload.data,
-                        headers={**TENANT, "content-type": "application/octet-stream"})
+                        headers={**tenant, "content-type": "application/octet-stream"})
     reply.raise_for_status()
     events = [json.loads(line[6:]) for line in reply.text.splitlines() if line.startswith("data: ")]
     if not events or "done" not in events[-1]:
@@ -67,7 +71,7 @@ def _post(client, upload: Upload) -> int:
     return int(events[-1]["done"]["document"]["chunk_count"])
 
 
-def through_envoy(mesh, uploads: list[Upload], concurrency: int) -> dict:
+def through_envoy(mesh, uploads: list[Upload], concurrency: int, tenant: dict[str, str] = TENANT) -> dict:
     expected = sum(len(u.chunks) for u in uploads)
     procs = {name: psutil.Process(pid) for name, pid in mesh.pids().items()}
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -76,7 +80,7 @@ def through_envoy(mesh, uploads: list[Upload], concurrency: int) -> dict:
         cpu_before = {name: sum(proc.cpu_times()[:2]) for name, proc in procs.items()}
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            chunks = sum(pool.map(lambda u: _post(client, u), uploads))
+            chunks = sum(pool.map(lambda u: _post(client, u, tenant), uploads))
         seconds = time.perf_counter() - started
         cpu = {name: round(sum(proc.cpu_times()[:2]) - cpu_before[name], 2) for name, proc in procs.items()}
         rss = peak.stop()
@@ -122,8 +126,23 @@ def seeds(uploads: list[Upload], root: pathlib.Path) -> dict:
             "docs_per_s": round(len(uploads) / seconds, 3), "chunks_per_s": round(chunks / seconds, 2)}
 
 
+def measured(mesh, embedder, uploads: list[Upload], concurrency: int, tenant: dict[str, str] = TENANT) -> dict:
+    """One end-to-end run between two raw-limit runs, each taken with the mesh idle."""
+    texts = [t for u in uploads for t in u.chunks]
+    waited = [wait_idle(list(mesh.pids().values()))]
+    before = raw_limit(embedder, texts)
+    e2e = through_envoy(mesh, uploads, concurrency, tenant)
+    waited.append(wait_idle(list(mesh.pids().values())))
+    after = raw_limit(embedder, texts)
+    raw = (before["chunks_per_s"] + after["chunks_per_s"]) / 2
+    return {"end_to_end": e2e, "raw_before": before, "raw_after": after, "raw_chunks_per_s_mean": round(raw, 2),
+            "idle_wait_s": waited, "share_of_raw_limit": round(e2e["chunks_per_s"] / raw, 3)}
+
+
 def run_runtime(runtime: str, sets: dict[str, list[Upload]], concurrency: int, root: pathlib.Path,
-                keep_logs: pathlib.Path | None = None) -> dict:
+                keep_logs: pathlib.Path | None = None, sweep: tuple[int, ...] = ()) -> dict:
+    """``sweep``: more in-flight counts for the small uploads, each the same documents under a tenant of
+    its own (so nothing is a duplicate and the raw limit is of the same texts)."""
     from services.launcher.mesh import Mesh
 
     settings = embedder_settings()
@@ -136,19 +155,14 @@ def run_runtime(runtime: str, sets: dict[str, list[Upload]], concurrency: int, r
         with mesh.http(timeout=600) as client:  # loads the model and kernels; not counted
             _post(client, Upload("warm-up.txt", b"A short warm-up document, not counted. " * 40))
         for name, uploads in sets.items():
-            texts = [t for u in uploads for t in u.chunks]
-            waited = [wait_idle(list(mesh.pids().values()))]
-            before = raw_limit(embedder, texts)
-            print(f"[ingest-seed] {runtime} {name}: raw {before['chunks_per_s']} chunks/s", flush=True)
-            e2e = through_envoy(mesh, uploads, concurrency if name == "small_concurrent" else 1)
-            print(f"[ingest-seed] {runtime} {name}: envoy {e2e['docs_per_s']} docs/s "
-                  f"{e2e['chunks_per_s']} chunks/s", flush=True)
-            waited.append(wait_idle(list(mesh.pids().values())))
-            after = raw_limit(embedder, texts)
-            raw = (before["chunks_per_s"] + after["chunks_per_s"]) / 2
-            out[name] = {"end_to_end": e2e, "raw_before": before, "raw_after": after,
-                         "raw_chunks_per_s_mean": round(raw, 2), "idle_wait_s": waited,
-                         "share_of_raw_limit": round(e2e["chunks_per_s"] / raw, 3)}
+            out[name] = measured(mesh, embedder, uploads, concurrency if name == "small_concurrent" else 1)
+            print(f"[ingest-seed] {runtime} {name}: envoy {out[name]['end_to_end']['docs_per_s']} docs/s, "
+                  f"{out[name]['share_of_raw_limit']:.0%} of raw", flush=True)
+        for level in sweep:
+            entry = measured(mesh, embedder, sets["small_concurrent"], level, {"x-tenant-id": f"bench-sweep-{level}"})
+            out.setdefault("small_concurrency_sweep", {})[str(level)] = entry
+            print(f"[ingest-seed] {runtime} small, {level} in flight: envoy {entry['end_to_end']['docs_per_s']} "
+                  f"docs/s, {entry['share_of_raw_limit']:.0%} of raw", flush=True)
         if keep_logs:
             shutil.copytree(mesh.log_dir, keep_logs / runtime, dirs_exist_ok=True)
     return out
@@ -160,6 +174,8 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     parser.add_argument("--small", type=int, default=300, help="abstracts uploaded one per file, concurrently")
     parser.add_argument("--large", type=int, default=300, help="abstracts in the one large file")
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--sweep", default="16,32",
+                        help="more in-flight counts for the small uploads, first runtime only ('' for none)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--out", type=pathlib.Path, default=None)
     parser.add_argument("--keep-logs", type=pathlib.Path, default=None, help="copy the meshes' logs (INFO) here")
@@ -175,23 +191,28 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     with tempfile.TemporaryDirectory(prefix="docuthinker-ingest-seed-") as tmp:
         root = pathlib.Path(tmp)
         for i, runtime in enumerate(runtimes):
-            result["runtimes"][runtime] = run_runtime(runtime, sets, args.concurrency, root, args.keep_logs)
+            sweep = tuple(int(c) for c in args.sweep.split(",") if c.strip()) if i == 0 else ()
+            result["runtimes"][runtime] = run_runtime(runtime, sets, args.concurrency, root, args.keep_logs, sweep)
             if i == 0:  # between the runtimes, so drift hits the seeds' side as it hits them
                 for name, uploads in sets.items():
                     result["seeds"][name] = seeds(uploads, root / f"seed-{name}")
                     print(f"[ingest-seed] seeds {name}: {result['seeds'][name]['docs_per_s']} docs/s", flush=True)
     for sets_out in result["runtimes"].values():
         for name, entry in sets_out.items():
-            entry["x_seeds_docs_per_s"] = round(
-                entry["end_to_end"]["docs_per_s"] / result["seeds"][name]["docs_per_s"], 3)
+            for one in entry.values() if name == "small_concurrency_sweep" else [entry]:
+                seed_name = "small_concurrent" if name == "small_concurrency_sweep" else name
+                one["x_seeds_docs_per_s"] = round(
+                    one["end_to_end"]["docs_per_s"] / result["seeds"][seed_name]["docs_per_s"], 3)
     result["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = args.out or RESULTS / f"ingest-seed-{dt.date.today().isoformat()}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     for runtime, sets_out in result["runtimes"].items():
         for name, entry in sets_out.items():
-            print(f"[ingest-seed] {runtime} {name}: x{entry['x_seeds_docs_per_s']} the seeds' docs/s, "
-                  f"{entry['share_of_raw_limit']:.0%} of the raw encode limit")
+            for label, one in entry.items() if name == "small_concurrency_sweep" else [("", entry)]:
+                label = f"small, {label} in flight" if label else name
+                print(f"[ingest-seed] {runtime} {label}: x{one['x_seeds_docs_per_s']} the seeds' docs/s, "
+                      f"{one['share_of_raw_limit']:.0%} of the raw encode limit")
     print(f"[ingest-seed] wrote {out}")
     return out
 
