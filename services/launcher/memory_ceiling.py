@@ -84,11 +84,6 @@ class MemoryCeiling:
         self._dirs[name] = directory
         return directory
 
-    @staticmethod
-    def join(directory: pathlib.Path) -> None:
-        """Moves the calling process into ``directory`` (call it in the child, between fork and exec)."""
-        (directory / "cgroup.procs").write_text(str(os.getpid()))
-
     def oom_kills(self, name: str) -> int:
         """How many times the kernel killed this child for passing its ceiling."""
         directory = self._dirs.get(name)

@@ -2,13 +2,12 @@
 
 Used by ``make run`` (``python -m services.launcher``), by the end-to-end tests and by the
 benchmarks, so all three exercise exactly the same processes. Each child gets its own
-log file and dies with the launcher (PR_SET_PDEATHSIG), so no process outlives it.
+log file and dies with the launcher (PR_SET_PDEATHSIG, armed by ``child_exec``), so no process outlives it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import pathlib
@@ -29,6 +28,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from gateway import envoy_config, http_apps
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
+from services.launcher.child_exec import spawn_argv
 from services.launcher.local_auth import LocalAuth, TokenAuth
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.graph.settings import GraphSettings
@@ -40,7 +40,6 @@ from services.storage.settings import StorageSettings
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTTP_APPS = (http_apps.OPENAI_API,)
 """Plain-HTTP processes behind Envoy (module ``services.<name>``, port ``<name>_port``, ``GET /healthz``)."""
-_PR_SET_PDEATHSIG = 1
 
 
 _ISSUED_PORTS: set[int] = set()
@@ -62,12 +61,6 @@ def free_port() -> int:
             if port not in _ISSUED_PORTS:
                 _ISSUED_PORTS.add(port)
                 return port
-
-
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec: SIGTERM it when the launcher dies, even by SIGKILL.
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    os.setsid()
 
 
 def envoy_binary() -> str:
@@ -296,14 +289,9 @@ class Mesh:
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
         cgroup = self.memory_ceiling.prepare(name) if self.memory_ceiling is not None and name != "gateway" else None
 
-        def before_exec() -> None:
-            _die_with_parent()
-            if cgroup is not None:
-                MemoryCeiling.join(cgroup)
-
         proc = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=before_exec,
+            spawn_argv(argv, cgroup), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
         )
         log.close()
         self._procs[name] = proc

@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from services.launcher.mesh import ROOT, Mesh, _die_with_parent, free_port
+from services.launcher.child_exec import spawn_argv
+from services.launcher.mesh import ROOT, Mesh, free_port
 
 RULES_FILE = ROOT / "deploy" / "observability" / "alerts.yml"
 
@@ -70,9 +71,9 @@ class LocalPrometheus:
         config.write_text(yaml.safe_dump(scrape_config(self.mesh, self.interval_s), sort_keys=False))
         log = open(self.work_dir / "prometheus.log", "ab")  # noqa: SIM115 - owned by the child
         self._proc = subprocess.Popen(
-            [exe, f"--config.file={config}", f"--storage.tsdb.path={self.work_dir / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=1d"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+            spawn_argv([exe, f"--config.file={config}", f"--storage.tsdb.path={self.work_dir / 'tsdb'}",
+                        f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=1d"]),
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )
         log.close()
         deadline = time.monotonic() + timeout_s

@@ -10,7 +10,6 @@ parent); ``python tests/graph/arcadedb_local.py ROOT HTTP_PORT BOLT_PORT`` is th
 
 from __future__ import annotations
 
-import ctypes
 import os
 import pathlib
 import secrets
@@ -24,16 +23,10 @@ from dataclasses import dataclass, field
 from pydantic import SecretStr
 
 from services.graph.settings import Neo4jSettings
+from services.launcher.child_exec import spawn_argv
 from services.launcher.mesh import free_port
 
 READY = "ARCADEDB READY"
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 @dataclass
 class LocalArcadeDb:
     root: pathlib.Path
@@ -50,10 +43,9 @@ class LocalArcadeDb:
         env = {**os.environ, "ARCADEDB_LOCAL_PASSWORD": self.password, "ARCADEDB_LOCAL_HEAP": self.heap}
         log = open(self.root / "arcadedb.log", "ab")  # noqa: SIM115 - owned by the child
         self._proc = subprocess.Popen(
-            [sys.executable, __file__, str(self.root), str(self.http_port),
-             str(self.bolt_port)],
+            spawn_argv([sys.executable, __file__, str(self.root), str(self.http_port), str(self.bolt_port)]),
             cwd=self.root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-            preexec_fn=_die_with_parent, text=True,
+            start_new_session=True, text=True,
         )
         log.close()
         deadline = time.monotonic() + self.startup_timeout_s

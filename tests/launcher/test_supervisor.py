@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from services.launcher.child_exec import spawn_argv
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.launcher.settings import LauncherSettings
 from services.launcher.supervisor import Supervisor, describe_exit, read_state
@@ -126,13 +127,13 @@ def test_a_child_past_its_memory_ceiling_is_killed_alone_and_counted():
     try:
         cgroup = ceiling.prepare("hog")
         hog = subprocess.run(
-            [sys.executable, "-c", "x = bytearray(512 * 1024 * 1024); print('survived')"],
-            preexec_fn=lambda: MemoryCeiling.join(cgroup), capture_output=True, text=True, timeout=60,
+            spawn_argv([sys.executable, "-c", "x = bytearray(512 * 1024 * 1024); print('survived')"], cgroup),
+            capture_output=True, text=True, timeout=60,
         )
         assert hog.returncode == -signal.SIGKILL and "survived" not in hog.stdout
         assert ceiling.oom_kills("hog") == 1
-        fine = subprocess.run([sys.executable, "-c", "x = bytearray(16 * 1024 * 1024); print('ok')"],
-                              preexec_fn=lambda: MemoryCeiling.join(cgroup), capture_output=True, text=True, timeout=60)
+        fine = subprocess.run(spawn_argv([sys.executable, "-c", "x = bytearray(16 * 1024 * 1024); print('ok')"], cgroup),
+                              capture_output=True, text=True, timeout=60)
         assert fine.returncode == 0 and fine.stdout.strip() == "ok"
     finally:
         ceiling.remove()
