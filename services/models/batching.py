@@ -3,10 +3,12 @@
 Many small uploads each embed two or three chunks; alone, each pays a whole forward pass for
 them. Callers queue their texts and either block (``encode``, from a worker thread) or hold a
 future (``submit``: an event loop awaits it without tying up a worker thread for the length of
-a pass). One dispatcher thread takes every request waiting and encodes them in one call, handing
+a pass). A dispatcher thread takes every request waiting and encodes them in one call, handing
 each caller its own rows. When it finds the queue empty it waits for the next request and then
 at most ``wait_s`` for more (requests arriving together share a pass); under load it never
 waits: requests queue while a pass runs and are merged into the next one, back to back.
+An embedder that runs several passes at once (``streams``) gets as many dispatchers, so one
+combined call is gathered and started while another finishes its last batches.
 A failing combined pass is retried per request, so one caller's bad input fails only it.
 """
 
@@ -30,15 +32,15 @@ class TextEmbedder(Protocol):
 class MicroBatcher:
     """A ``TextEmbedder`` in front of another; its attributes (name, identity, ...) are the inner one's."""
 
-    def __init__(self, inner: TextEmbedder, wait_s: float = 0.005, max_texts: int = 256) -> None:
+    def __init__(self, inner: TextEmbedder, wait_s: float = 0.005, max_texts: int = 256,
+                 dispatchers: int | None = None) -> None:
         self.inner = inner
         self._wait_s = wait_s
         self._max_texts = max_texts
+        self._dispatchers = dispatchers or int(getattr(inner, "streams", 1))
         self._queue: queue.SimpleQueue[tuple[list[str], Future]] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._start_lock = threading.Lock()
-        self.passes = 0
-        """Combined forward calls made so far (benchmarks read it)."""
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)
@@ -68,9 +70,11 @@ class MicroBatcher:
 
     def _ensure_started(self) -> None:
         with self._start_lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="embed-batcher", daemon=True)
-                self._thread.start()
+            if not self._threads:
+                self._threads = [threading.Thread(target=self._run, name=f"embed-batcher-{i}", daemon=True)
+                                 for i in range(self._dispatchers)]
+                for thread in self._threads:
+                    thread.start()
 
     def _gather(self) -> list[tuple[list[str], Future]]:
         try:
@@ -100,7 +104,6 @@ class MicroBatcher:
             texts = [t for request, _ in batch for t in request]
             try:
                 vectors = self.inner.encode(texts)
-                self.passes += 1
             except Exception:  # noqa: BLE001 - isolate the failing request below
                 for request, done in batch:
                     try:

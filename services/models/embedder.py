@@ -172,7 +172,7 @@ def build_embedder(settings: EmbedderSettings | None = None, runtime: str | None
     files = ensure_exported(path, onnx_cache_dir(settings), MODEL_NAME, WEIGHTS_SHA256, NUM_HEADS, DIMENSION)
     return OnnxEmbedder(files[runtime], path / "tokenizer.json", name=MODEL_NAME, dimension=DIMENSION,
                         identity=identity(runtime), runtime=runtime, batch_size=batch_size_for(settings, runtime),
-                        threads=settings.threads)
+                        threads=settings.threads, streams=settings.streams)
 
 
 _lock = threading.Lock()

@@ -76,7 +76,7 @@ def test_a_full_batch_skips_the_queue() -> None:
     inner.release.set()
     batcher = MicroBatcher(inner, wait_s=10.0, max_texts=2)
     assert batcher.encode(["xy", "z"])[:, 0].tolist() == [2, 1]
-    assert batcher._thread is None
+    assert not batcher._threads
 
 
 def test_a_request_queued_behind_a_pass_goes_next_without_waiting_the_bound() -> None:
@@ -109,3 +109,17 @@ async def test_an_awaiting_caller_holds_no_thread_and_a_cancelled_one_is_dropped
     assert (await first)[:, 0].tolist() == [4]
     assert (await kept)[:, 0].tolist() == [4]
     assert inner.calls[1] == ["kept"]  # the cancelled request's texts were never encoded
+
+
+def test_an_embedder_with_two_streams_gets_a_second_pass_started_while_the_first_runs() -> None:
+    inner = GatedEncoder()
+    inner.streams = 2  # type: ignore[attr-defined]
+    batcher = MicroBatcher(inner, wait_s=0.0, max_texts=64)
+    first = batcher.submit(["first"])
+    assert inner.entered.wait(30)
+    second = batcher.submit(["second"])
+    assert second.result(30)[:, 0].tolist() == [6]  # not queued behind the gated pass
+    assert not first.done()
+    inner.release.set()
+    assert first.result(30)[:, 0].tolist() == [5]
+    assert len(batcher._threads) == 2

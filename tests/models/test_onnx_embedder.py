@@ -51,6 +51,20 @@ def test_fp32_onnx_rows_do_not_depend_on_their_batch(settings) -> None:
     assert embedder.encode([]).shape == (0, DIMENSION)
 
 
+def test_concurrent_streams_give_the_rows_of_one_stream(settings) -> None:
+    """Batches run on two streams at once, and concurrent calls share them; each row lands where it belongs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    one = build_embedder(settings.model_copy(update={"streams": 1}), "onnx-int8")
+    two = build_embedder(settings.model_copy(update={"streams": 2}), "onnx-int8")
+    assert (one.streams, two.streams, two.threads) == (1, 2, 1)
+    texts = SENTENCES * 3
+    with ThreadPoolExecutor(3) as callers:
+        results = list(callers.map(lambda n: two.encode(texts[n:], batch_size=2), range(3)))
+    for n, rows in enumerate(results):  # int8 rows depend slightly on their batch: same call, same batches
+        np.testing.assert_allclose(rows, one.encode(texts[n:], batch_size=2), atol=1e-6)
+
+
 def test_export_is_cached_by_the_weights_hash(settings, torch_vectors, monkeypatch) -> None:
     build_embedder(settings, "onnx")  # exported by now
     monkeypatch.setattr(onnx_export, "_export_fp32", lambda *a: pytest.fail("re-exported despite a cached file"))
