@@ -5,7 +5,8 @@ runtimes over the same SciFact chunks and each reports its median round; ratios 
 the figures to read, absolute rates move with the machine's other load.
 
 - throughput: chunks/s encoding the same chunks (production chunker, batch size of the setting);
-- tuning: ONNX batch size x intra-op threads, and length-sorted vs arrival-order batches;
+- tuning: ONNX batch size x (concurrent one-thread streams vs one pass over every core), and
+  length-sorted vs arrival-order batches;
 - agreement: mean / min cosine of each ONNX variant to PyTorch over every SciFact chunk indexed;
 - quality: SciFact nDCG@10 / Recall@100 (train queries, full corpus; ``--quick``: the seeded
   200-query / 1200-abstract sample; dense and the default fusion) and SQuAD evidence@5 (the
@@ -80,13 +81,17 @@ def throughput(embedders: dict, texts: list[str], rounds: int, batch_size: int |
 
 
 def tuning(runtime: str, texts: list[str], quick: bool) -> dict:
+    """Concurrent one-thread streams vs one pass over every core, per batch size (one call of ``texts``)."""
     out = {}
-    for threads in (1, 2):
-        embedder = build_embedder(runtime=runtime, settings=embedder_settings().model_copy(update={"threads": threads}))
+    cores = psutil.cpu_count() or 1
+    for threads, streams in dict.fromkeys([(1, cores), (cores, 1), (1, 1)]):
+        settings = embedder_settings().model_copy(update={"threads": threads, "streams": streams})
+        embedder = build_embedder(runtime=runtime, settings=settings)
         embedder.encode(texts[:32])
-        for batch_size in (32,) if quick else (16, 32, 64):
-            out[f"threads={threads},batch={batch_size}"] = round(rate(embedder, texts, batch_size), 1)
-        out[f"threads={threads},batch=32,arrival-order"] = round(rate(embedder, texts, 32, sort=False), 1)
+        for batch_size in (2, 32) if quick else (2, 4, 16, 32):
+            out[f"streams={streams},threads={threads},batch={batch_size}"] = round(rate(embedder, texts, batch_size), 1)
+        out[f"streams={streams},threads={threads},batch=32,arrival-order"] = round(
+            rate(embedder, texts, 32, sort=False), 1)
     return out
 
 
@@ -153,9 +158,9 @@ def run(quick: bool, skip_quality: bool, sample_size: int, rounds: int, with_squ
                     "cpu_count": psutil.cpu_count(), "load_avg_at_start": [round(x, 2) for x in psutil.getloadavg()],
                     "chunks_total": len(chunks), "throughput_sample_chunks": len(sample),
                     "batch_size": {name: e.batch_size for name, e in embedders.items()},
-                    "onnx_threads": embedders["onnx"].threads}
+                    "onnx_threads": embedders["onnx"].threads, "onnx_streams": embedders["onnx"].streams}
     result["throughput"] = throughput(embedders, sample, rounds, None)
-    result["tuning"] = {name: tuning(name, sample[:128], quick) for name in ("onnx", "onnx-int8")}
+    result["tuning"] = {name: tuning(name, sample[:256], quick) for name in ("onnx", "onnx-int8")}
     result["quality"] = None if skip_quality else quality(embedders, quick, with_squad)
     agree_texts = chunks if not skip_quality else sample
     vectors = {name: DiskCachedEncoder("scifact", embedder=e).encode(agree_texts) for name, e in embedders.items()}

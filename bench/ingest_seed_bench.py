@@ -13,8 +13,10 @@ Issue #20's figures, side by side in one run on the same documents:
   ``encode`` in batches of 32, one document at a time, as the seeds ran it) on the same documents
   in this process;
 - **the raw encode limit**: the chosen runtime's ``encode`` of exactly the chunks the service
-  makes (production parser and chunker), one batched call in a worker thread, before and after
-  the uploads while the mesh sits idle; the end-to-end share is chunks/s over its mean.
+  makes (production parser and chunker), one batched call in a worker thread (on every stream the
+  service's embedder has), before and after the uploads while the mesh sits idle; the end-to-end
+  share is chunks/s over its mean. The CPU seconds each mesh process and this bench's uploading
+  client spent during the uploads are recorded beside it: they share the same cores.
 
 Each runtime gets its own fresh mesh (``DOCUTHINKER_EMBED_RUNTIME``), the ONNX files come from
 one export cache shared with this process, so no mesh pays an export. The seeds' side runs once
@@ -78,11 +80,13 @@ def through_envoy(mesh, uploads: list[Upload], concurrency: int, tenant: dict[st
     with mesh.http(timeout=3600, limits=limits) as client:
         peak = PeakRss(mesh.pids()["rag"])
         cpu_before = {name: sum(proc.cpu_times()[:2]) for name, proc in procs.items()}
+        client_before = sum(psutil.Process().cpu_times()[:2])  # only the uploading threads run meanwhile
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
             chunks = sum(pool.map(lambda u: _post(client, u, tenant), uploads))
         seconds = time.perf_counter() - started
         cpu = {name: round(sum(proc.cpu_times()[:2]) - cpu_before[name], 2) for name, proc in procs.items()}
+        cpu["bench_client"] = round(sum(psutil.Process().cpu_times()[:2]) - client_before, 2)
         rss = peak.stop()
     if chunks != expected:
         raise RuntimeError(f"the service made {chunks} chunks, the bench computed {expected}")
@@ -184,8 +188,9 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
 
     runtimes = list(dict.fromkeys(r.strip() for r in args.runtimes.split(",") if r.strip()))
     sets = corpora(args.small, args.large, args.seed, RagSettings(), MeshSettings().max_upload_bytes)
+    embedder = embedder_settings()
     result: dict = {"benchmark": "ingest-seed", "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                    "cpus": os.cpu_count(), "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
+                    "cpus": os.cpu_count(), "embed_threads": embedder.threads, "embed_streams": embedder.streams, "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
                     "args": {k: str(v) for k, v in vars(args).items()}, "runtimes": {}, "seeds": {}}
     seed_encode()(["warm-up"])
     with tempfile.TemporaryDirectory(prefix="docuthinker-ingest-seed-") as tmp:

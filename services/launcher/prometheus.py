@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 import yaml
 
 from services.launcher.child_exec import spawn_argv
-from services.launcher.mesh import ROOT, Mesh, free_port
+from services.launcher.mesh import ROOT, Mesh
+from services.launcher.probes import free_port
 
 RULES_FILE = ROOT / "deploy" / "observability" / "alerts.yml"
 

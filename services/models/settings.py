@@ -32,7 +32,7 @@ class EmbedderSettings(BaseSettings):
     """Where exported ONNX files are kept, one folder per weights hash; unset: the install's export (``make setup``
     writes it under ``<venv>/share/docuthinker/models``), else ``<DOCUTHINKER_DATA_DIR>/models`` on first use."""
     threads: int = Field(default=1, ge=1, le=256)
-    """ONNX Runtime intra-op threads of one forward pass (see ``streams``)."""
+    """ONNX Runtime intra-op threads of one forward pass (how many passes run at once: ``streams``)."""
     streams: int = Field(default=0, ge=0, le=256)
     """ONNX forward passes run at once per process (each of ``threads`` threads; concurrent requests' batches share
     them); 0: cores / threads. On 2 cores, 700 SciFact chunks in one call: two one-thread streams 128.4 / 126.6 /

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from services.launcher.mesh import free_port
+from services.launcher.probes import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -26,7 +26,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import httpx
 import pytest
 
-from services.launcher.mesh import Mesh, grpc_serving, healthy_clusters
+from services.launcher.mesh import Mesh
+from services.launcher.probes import grpc_serving, healthy_clusters
 from services.launcher.settings import LauncherSettings
 from services.launcher.supervisor import Supervisor
 

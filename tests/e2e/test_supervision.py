@@ -13,7 +13,8 @@ import httpx
 import psutil
 import pytest
 
-from services.launcher.mesh import ROOT, free_port
+from services.launcher.mesh import ROOT
+from services.launcher.probes import free_port
 
 pytestmark = pytest.mark.e2e
 

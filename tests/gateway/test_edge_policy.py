@@ -17,7 +17,8 @@ from grpc_health.v1.health import HealthServicer
 
 from gateway import envoy_config
 from gateway.edge_policy import LOCAL_REPLIES, EdgeSettings
-from services.launcher.mesh import envoy_binary, free_port, healthy_clusters
+from services.launcher.mesh import envoy_binary
+from services.launcher.probes import free_port, healthy_clusters
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
 

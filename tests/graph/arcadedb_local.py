@@ -24,7 +24,7 @@ from pydantic import SecretStr
 
 from services.graph.settings import Neo4jSettings
 from services.launcher.child_exec import spawn_argv
-from services.launcher.mesh import free_port
+from services.launcher.probes import free_port
 
 READY = "ARCADEDB READY"
 @dataclass

@@ -17,7 +17,7 @@ from services.graph.client import DocumentUpsert, GraphClient
 from services.graph.neo4j_store import Neo4jGraphStore
 from services.graph.service import binding
 from services.graph.settings import GraphSettings, Neo4jSettings
-from services.launcher.mesh import free_port
+from services.launcher.probes import free_port
 from services.runtime import MeshSettings, create_server, open_channel
 from services.runtime.errors import DomainError, Unavailable
 

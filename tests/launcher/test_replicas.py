@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from services.launcher.mesh import REPLICA_PORT_STRIDE, Mesh, free_port
+from services.launcher.mesh import REPLICA_PORT_STRIDE, Mesh
+from services.launcher.probes import free_port
 from services.launcher.settings import LauncherSettings, parse_replicas
 
 POSTGRES = {"DOCUTHINKER_STORE_BACKEND": "postgres"}
