@@ -26,7 +26,8 @@ class EmbedderSettings(BaseSettings):
     one for DOCUTHINKER_DEVICE=cuda). The default is the rule of bench/embed_bench.py: the fastest variant within
     0.005 SciFact dense nDCG@10 (full corpus) of PyTorch with mean cosine >= 0.99, else fp32 ONNX.
     bench/results/embed-2026-12-04.json: int8 2.28x PyTorch, mean cosine 0.9978, dense nDCG@10 0.6859 vs 0.6844
-    (fused 0.7311 vs 0.7292); fp32 1.30x. An index of another runtime's vectors is refused at startup (set this
+    (fused 0.7311 vs 0.7292); fp32 1.30x. With two one-thread streams (embed-streams-2026-12-06.json): int8
+    2.87x, fp32 1.38x. An index of another runtime's vectors is refused at startup (set this
     back, or re-embed with DOCUTHINKER_RAG_REINDEX_ON_MODEL_CHANGE=true)."""
     cache_dir: pathlib.Path | None = None
     """Where exported ONNX files are kept, one folder per weights hash; unset: the install's export (``make setup``
