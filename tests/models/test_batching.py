@@ -101,10 +101,16 @@ async def test_an_awaiting_caller_holds_no_thread_and_a_cancelled_one_is_dropped
     batcher = MicroBatcher(inner, wait_s=0.0, max_texts=64)
     first = asyncio.ensure_future(asyncio.wrap_future(batcher.submit(["warm"])))
     await asyncio.to_thread(inner.entered.wait, 30)
-    gone = asyncio.ensure_future(asyncio.wrap_future(batcher.submit(["gone"])))
+    gone_request = batcher.submit(["gone"])
+    gone = asyncio.ensure_future(asyncio.wrap_future(gone_request))
     kept = asyncio.ensure_future(asyncio.wrap_future(batcher.submit(["kept"])))
     await asyncio.to_thread(_queued, batcher, 2)
     gone.cancel()
+    for _ in range(3000):  # the loop hands the cancellation on to the queued request in a later callback
+        if gone_request.cancelled():
+            break
+        await asyncio.sleep(0.01)
+    assert gone_request.cancelled()
     inner.release.set()
     assert (await first)[:, 0].tolist() == [4]
     assert (await kept)[:, 0].tolist() == [4]
