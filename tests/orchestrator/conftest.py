@@ -71,3 +71,10 @@ async def make_orchestrator(fake_mesh, tmp_path):
     yield make
     for orchestrator in made:
         await orchestrator.stop()
+
+
+@pytest.fixture
+async def stub(make_orchestrator):
+    orchestrator = make_orchestrator()
+    orchestrator.openai.default = "I am the remote model."
+    return await orchestrator.start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import grpc
 
+from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as pb
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2_grpc as pb_grpc
 from services.orchestrator.service import binding
 from services.orchestrator.settings import OrchestratorSettings
@@ -12,6 +13,13 @@ from services.providers.settings import ProviderSettings
 from services.runtime import MeshSettings, create_server
 
 from .fakes import FakeMesh, HashingEncoder, ScriptedProvider
+
+# The gateway sets the role from the bearer token; a caller without one is a user.
+ADMIN = [("x-docuthinker-role", "admin")]
+
+
+async def events(call) -> list[pb.ProcessResponse]:
+    return [event async for event in call]
 
 
 class Orchestrator:
