@@ -110,6 +110,9 @@ class GraphOutbox:
         self._lock = threading.Lock()
         with self._lock:
             self._conn.execute("PRAGMA journal_mode=WAL")
+            # As the metadata store: survives a process crash. An intent lost with the OS is queued again
+            # by ``reconcile`` (its document stays READY and PENDING), so no fsync per enqueue.
+            self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA busy_timeout=10000")
             self._conn.executescript(SCHEMA)
             columns = {row[1] for row in self._conn.execute("PRAGMA table_info(graph_outbox)")}

@@ -32,6 +32,7 @@ from dataclasses import replace
 import numpy as np
 
 from services.rag.documents import (
+    Chunk,
     DocumentRecord,
     DocumentStatus,
     GraphSyncState,
@@ -178,24 +179,14 @@ class IngestionPipeline:
         sha = hashlib.sha256(upload.data).hexdigest()
         document_id = document_id_for(tenant, sha)
         async with self.locks.hold(document_id):
-            while True:
-                existing = await asyncio.to_thread(self._metadata.get_document, tenant, document_id)
-                if existing is not None and existing.status is DocumentStatus.READY:
-                    domain_metrics.DOCUMENTS_INGESTED.labels("duplicate", existing.file_type).inc()
-                    job.emit(IngestOutcome(existing, duplicate=True))
-                    return
-                now = time.time()
-                record = DocumentRecord(
-                    document_id=document_id, tenant=tenant, filename=upload.filename,
-                    file_type=upload.file_type.value, content_type=upload.content_type, content_sha256=sha,
-                    size_bytes=len(upload.data), status=DocumentStatus.PENDING,
-                    create_time=existing.create_time if existing else now, update_time=now,
-                    graph_sync=self._initial_graph_state(),
-                )
-                if await asyncio.to_thread(self._metadata.upsert_document, record):
-                    break
+            while (claimed := await asyncio.to_thread(self._claim_new, tenant, document_id, sha, upload)) is None:
                 # Another replica is ingesting the same bytes: wait until it is done (or its lease runs out).
                 await asyncio.sleep(self._config.poll_s)
+            record, duplicate = claimed
+            if duplicate:
+                domain_metrics.DOCUMENTS_INGESTED.labels("duplicate", record.file_type).inc()
+                job.emit(IngestOutcome(record, duplicate=True))
+                return
             try:
                 async with HeldLease(self._metadata, tenant, document_id, self._config.heartbeat_s) as lease:
                     await asyncio.to_thread(self._blobs.put, tenant, sha, upload.data)
@@ -204,6 +195,23 @@ class IngestionPipeline:
                 # Another replica took the document over (this one stalled past its lease): its outcome is ours.
                 # Or the document was deleted through another replica: _follow says so.
                 job.emit(IngestOutcome(await self._follow(record)))
+
+    def _claim_new(self, tenant: str, document_id: str, sha: str,
+                   upload: Upload) -> tuple[DocumentRecord, bool] | None:
+        """In a worker thread: (the READY document, True) for bytes already ingested; (the new PENDING record,
+        False) once this replica holds the lease on it; None while another replica ingests the same bytes."""
+        existing = self._metadata.get_document(tenant, document_id)
+        if existing is not None and existing.status is DocumentStatus.READY:
+            return existing, True
+        now = time.time()
+        record = DocumentRecord(
+            document_id=document_id, tenant=tenant, filename=upload.filename,
+            file_type=upload.file_type.value, content_type=upload.content_type, content_sha256=sha,
+            size_bytes=len(upload.data), status=DocumentStatus.PENDING,
+            create_time=existing.create_time if existing else now, update_time=now,
+            graph_sync=self._initial_graph_state(),
+        )
+        return (record, False) if self._metadata.upsert_document(record) else None
 
     async def _run_reindex(self, tenant: str, document_id: str, job: IngestJob) -> None:
         async with self.locks.hold(document_id):
@@ -270,12 +278,11 @@ class IngestionPipeline:
         timings = StageTimer()
         ocr = OcrEvents(record, job, asyncio.get_running_loop())
         try:
-            await self._set_status(record, DocumentStatus.PARSING)
-            parsed = await parse_document(self._config, record, data, ocr)
+            # Each status is written in the worker thread that runs its stage, before it: one hop per stage.
+            parsed = await parse_document(self._config, record, data, ocr,
+                                          before=lambda: self._claim_status(record, DocumentStatus.PARSING))
             timings.lap("parse_ms")
-            await self._set_status(record, DocumentStatus.CHUNKING)
-            chunks = await asyncio.to_thread(chunk_document, self._config, record, parsed,
-                                             self._metadata.count_chunks)
+            chunks = await asyncio.to_thread(self._chunk, record, parsed)
             timings.lap("chunk_ms")
         except LeaseLost:
             raise  # the document is another replica's now: nothing of it is this one's to undo or mark
@@ -302,7 +309,6 @@ class IngestionPipeline:
         job.emit(IngestProgress(IngestStage.CHUNKED, len(chunks), len(chunks), f"{len(chunks)} chunks"))
         staged: list[str] = []
         try:
-            await self._set_status(record, DocumentStatus.EMBEDDING)
             embedder = self.embedder
             vectors = np.zeros((len(chunks), embedder.dimension), dtype=np.float32)
             texts = [c.text for c in chunks]
@@ -310,10 +316,8 @@ class IngestionPipeline:
                 lease.check()
                 job.emit(IngestProgress(IngestStage.EMBEDDED, done, len(chunks), f"embedded {done} of {len(chunks)}"))
             timings.lap("embed_ms")
-            await self._set_status(record, DocumentStatus.INDEXING)
             staged = [c.chunk_id for c in chunks]
-            await asyncio.to_thread(self._index.stage_vectors, record.tenant, record.document_id, chunks, vectors)
-            await asyncio.to_thread(self._index.publish, record, parsed.sections, chunks, self._initial_graph_state())
+            await asyncio.to_thread(self._index_chunks, record, parsed, chunks, vectors)
             lease.settle()
             timings.lap("index_ms")
         except (asyncio.CancelledError, LeaseLost):
@@ -358,10 +362,24 @@ class IngestionPipeline:
     def _initial_graph_state(self) -> GraphSyncState:
         return GraphSyncState.PENDING if self._graph_sync.enabled else GraphSyncState.DISABLED
 
-    async def _set_status(self, record: DocumentRecord, status: DocumentStatus) -> None:
-        if not await asyncio.to_thread(self._metadata.update_claimed, record.tenant, record.document_id,
-                                       status=status):
+    def _claim_status(self, record: DocumentRecord, status: DocumentStatus) -> None:
+        """In a worker thread: writes the stage's status, or raises ``LeaseLost``."""
+        if not self._metadata.update_claimed(record.tenant, record.document_id, status=status):
             raise LeaseLost(record.document_id)
+
+    def _chunk(self, record: DocumentRecord, parsed: ParsedDocument) -> list[Chunk]:
+        """In a worker thread: CHUNKING, the chunks, then EMBEDDING (the next stage starts with them)."""
+        self._claim_status(record, DocumentStatus.CHUNKING)
+        chunks = chunk_document(self._config, record, parsed, self._metadata.count_chunks)
+        self._claim_status(record, DocumentStatus.EMBEDDING)
+        return chunks
+
+    def _index_chunks(self, record: DocumentRecord, parsed: ParsedDocument, chunks: list[Chunk],
+                      vectors: np.ndarray) -> None:
+        """In a worker thread: INDEXING, the vectors staged (invisible), then the publication (READY)."""
+        self._claim_status(record, DocumentStatus.INDEXING)
+        self._index.stage_vectors(record.tenant, record.document_id, chunks, vectors)
+        self._index.publish(record, parsed.sections, chunks, self._initial_graph_state())
 
     async def _still_held(self, record: DocumentRecord) -> bool:
         """Whether this replica still holds the lease, before it undoes a failed attempt's writes (which are

@@ -48,17 +48,22 @@ class PipelineConfig:
         return min(1.0, self.lease_s / 6)
 
 
-async def parse_document(config: PipelineConfig, record: DocumentRecord, data: bytes, ocr: OcrEvents) -> ParsedDocument:
-    """In a worker thread: a recording's on the speech pool, so queued ones hold none of the loop's threads."""
+async def parse_document(config: PipelineConfig, record: DocumentRecord, data: bytes, ocr: OcrEvents,
+                         before: Callable[[], None] = lambda: None) -> ParsedDocument:
+    """In a worker thread, after ``before`` in the same thread (the stage's status write): a recording's on
+    the speech pool, so queued ones hold none of the loop's threads."""
     audio = config.audio
     if audio is None or record.file_type != FileType.AUDIO.value:
-        return await asyncio.to_thread(_parse, config, record, data, ocr.on_page, ocr.on_seconds)
-    call = functools.partial(contextvars.copy_context().run, _parse, config, record, data, ocr.on_page, ocr.on_seconds)
+        return await asyncio.to_thread(_parse, config, record, data, ocr.on_page, ocr.on_seconds, before)
+    call = functools.partial(contextvars.copy_context().run, _parse, config, record, data, ocr.on_page,
+                             ocr.on_seconds, before)
     return await asyncio.get_running_loop().run_in_executor(audio.transcriber.executor(Lane.DOCUMENT), call)
 
 
 def _parse(config: PipelineConfig, record: DocumentRecord, data: bytes, on_ocr_page: OcrProgress,
-           on_audio: Callable[[float, float, str], None] | None = None) -> ParsedDocument:
+           on_audio: Callable[[float, float, str], None] | None = None,
+           before: Callable[[], None] = lambda: None) -> ParsedDocument:
+    before()
     file_type = FileType(record.file_type)
     try:
         return parse(data, file_type, config.limits, config.ocr, on_ocr_page, config.audio, on_audio)

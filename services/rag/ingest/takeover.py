@@ -37,11 +37,13 @@ class HeldLease:
         self._tenant, self._document_id = tenant, document_id
         self._heartbeat_s = heartbeat_s
         self._beat: asyncio.Task | None = None
+        self._settled = False
         self.lost = False
         """A renewal found the lease held by another replica (or gone): this replica's work is void."""
 
     def settle(self) -> None:
-        """The document is READY (its publication ended the lease): stop renewing it."""
+        """The document is READY (its publication ended the lease): stop renewing it, and nothing to let go."""
+        self._settled = True
         if self._beat is not None:
             self._beat.cancel()
 
@@ -59,6 +61,8 @@ class HeldLease:
         if self._beat is not None:
             self._beat.cancel()
             await asyncio.gather(self._beat, return_exceptions=True)
+        if self._settled:
+            return
         try:
             await asyncio.shield(asyncio.to_thread(self._store.release_lease, self._tenant, self._document_id))
         except Exception as error:  # noqa: BLE001 - the lease then runs out by itself
