@@ -16,7 +16,9 @@ Issue #20's figures, side by side in one run on the same documents:
   makes (production parser and chunker), one batched call in a worker thread (on every stream the
   service's embedder has), before and after the uploads while the mesh sits idle; the end-to-end
   share is chunks/s over its mean. The CPU seconds each mesh process and this bench's uploading
-  client spent during the uploads are recorded beside it: they share the same cores.
+  client spent during the uploads are recorded beside it: they share the same cores;
+- **rounds** (``--rounds``, default 3, the first runtime): each workload runs that many times, a raw
+  run between each two, and the median round is reported with every round beside it.
 
 Each runtime gets its own fresh mesh (``DOCUTHINKER_EMBED_RUNTIME``), the ONNX files come from
 one export cache shared with this process, so no mesh pays an export. The seeds' side runs once
@@ -24,7 +26,7 @@ per run, between the runtimes, since its runtime never changes. Ratios are the f
 the machine is shared and noisy.
 
 Usage: python -m bench.ingest_seed_bench [--runtimes onnx-int8,torch] [--small 300] [--large 300]
-       [--concurrency 8] [--sweep 16,32]
+       [--concurrency 8] [--sweep 16,32] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -160,21 +162,34 @@ def seeds(uploads: list[Upload], root: pathlib.Path) -> dict:
             "docs_per_s": round(len(uploads) / seconds, 3), "chunks_per_s": round(chunks / seconds, 2)}
 
 
-def measured(mesh, embedder, uploads: list[Upload], concurrency: int, tenant: dict[str, str] = TENANT) -> dict:
-    """One end-to-end run between two raw-limit runs, each taken with the mesh idle."""
+def measured(mesh, embedder, uploads: list[Upload], concurrency: int, tenant: dict[str, str] = TENANT,
+             rounds: int = 1) -> dict:
+    """``rounds`` end-to-end runs, each between two raw-limit runs taken with the mesh idle (raw, e2e, raw,
+    e2e, ... raw), each round under a tenant of its own (nothing is a duplicate). A round's share is over
+    the mean of the raw runs beside it: the machine's speed drifts by 10-20% within minutes here, so a
+    raw run far from its round would misstate it. The median round is reported, every round beside it."""
     texts = [t for u in uploads for t in u.chunks]
-    waited = [wait_idle(list(mesh.pids().values()))]
-    before = raw_limit(embedder, texts)
-    e2e = through_envoy(mesh, uploads, concurrency, tenant)
-    waited.append(wait_idle(list(mesh.pids().values())))
-    after = raw_limit(embedder, texts)
-    raw = (before["chunks_per_s"] + after["chunks_per_s"]) / 2
-    return {"end_to_end": e2e, "raw_before": before, "raw_after": after, "raw_chunks_per_s_mean": round(raw, 2),
-            "idle_wait_s": waited, "share_of_raw_limit": round(e2e["chunks_per_s"] / raw, 3)}
+    idle = lambda: wait_idle(list(mesh.pids().values()))  # noqa: E731
+    waited = [idle()]
+    raws = [raw_limit(embedder, texts)]
+    runs = []
+    for i in range(rounds):
+        name = tenant.get("x-tenant-id", "default")
+        e2e = through_envoy(mesh, uploads, concurrency, {"x-tenant-id": f"{name}-r{i}"} if i else tenant)
+        waited.append(idle())
+        raws.append(raw_limit(embedder, texts))
+        raw = (raws[i]["chunks_per_s"] + raws[i + 1]["chunks_per_s"]) / 2
+        runs.append({"end_to_end": e2e, "raw_before": raws[i], "raw_after": raws[i + 1],
+                     "raw_chunks_per_s_mean": round(raw, 2), "share_of_raw_limit": round(e2e["chunks_per_s"] / raw, 3)})
+    median = sorted(runs, key=lambda run: run["share_of_raw_limit"])[len(runs) // 2]
+    out = {**median, "idle_wait_s": waited}
+    if rounds > 1:
+        out["rounds"] = runs
+    return out
 
 
 def run_runtime(runtime: str, sets: dict[str, list[Upload]], concurrency: int, root: pathlib.Path,
-                keep_logs: pathlib.Path | None = None, sweep: tuple[int, ...] = ()) -> dict:
+                keep_logs: pathlib.Path | None = None, sweep: tuple[int, ...] = (), rounds: int = 1) -> dict:
     """``sweep``: more in-flight counts for the small uploads, each the same documents under a tenant of
     its own (so nothing is a duplicate and the raw limit is of the same texts)."""
     from services.launcher.mesh import Mesh
@@ -189,11 +204,13 @@ def run_runtime(runtime: str, sets: dict[str, list[Upload]], concurrency: int, r
         with Uploader(mesh) as uploader:  # loads the model and kernels; not counted
             uploader.post(Upload("warm-up.txt", b"A short warm-up document, not counted. " * 40))
         for name, uploads in sets.items():
-            out[name] = measured(mesh, embedder, uploads, concurrency if name == "small_concurrent" else 1)
+            out[name] = measured(mesh, embedder, uploads, concurrency if name == "small_concurrent" else 1,
+                                 rounds=rounds)
             print(f"[ingest-seed] {runtime} {name}: envoy {out[name]['end_to_end']['docs_per_s']} docs/s, "
                   f"{out[name]['share_of_raw_limit']:.0%} of raw", flush=True)
         for level in sweep:
-            entry = measured(mesh, embedder, sets["small_concurrent"], level, {"x-tenant-id": f"bench-sweep-{level}"})
+            entry = measured(mesh, embedder, sets["small_concurrent"], level, {"x-tenant-id": f"bench-sweep-{level}"},
+                             rounds)
             out.setdefault("small_concurrency_sweep", {})[str(level)] = entry
             print(f"[ingest-seed] {runtime} small, {level} in flight: envoy {entry['end_to_end']['docs_per_s']} "
                   f"docs/s, {entry['share_of_raw_limit']:.0%} of raw", flush=True)
@@ -210,6 +227,8 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--sweep", default="16,32",
                         help="more in-flight counts for the small uploads, first runtime only ('' for none)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="end-to-end runs per workload, first runtime (raw limit between each); the median is reported")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--out", type=pathlib.Path, default=None)
     parser.add_argument("--keep-logs", type=pathlib.Path, default=None, help="copy the meshes' logs (INFO) here")
@@ -227,7 +246,8 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
         root = pathlib.Path(tmp)
         for i, runtime in enumerate(runtimes):
             sweep = tuple(int(c) for c in args.sweep.split(",") if c.strip()) if i == 0 else ()
-            result["runtimes"][runtime] = run_runtime(runtime, sets, args.concurrency, root, args.keep_logs, sweep)
+            result["runtimes"][runtime] = run_runtime(runtime, sets, args.concurrency, root, args.keep_logs, sweep,
+                                                      args.rounds if i == 0 else 1)
             if i == 0:  # between the runtimes, so drift hits the seeds' side as it hits them
                 for name, uploads in sets.items():
                     result["seeds"][name] = seeds(uploads, root / f"seed-{name}")
