@@ -8,15 +8,20 @@ each caller its own rows. When it finds the queue empty it waits for the next re
 at most ``wait_s`` for more (requests arriving together share a pass); under load it never
 waits: requests queue while a pass runs and are merged into the next one, back to back.
 An embedder that runs several passes at once (``streams``) gets as many dispatchers, so one
-combined call is gathered and started while another finishes its last batches.
+combined call is gathered and started while another finishes its last batches; with an embedder
+that queues its passes (``start``), not before every pass of the calls under way has started, so
+what arrives meanwhile makes one call, sorted by length as a whole.
 A failing combined pass is retried per request, so one caller's bad input fails only it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Protocol
 
@@ -41,6 +46,9 @@ class MicroBatcher:
         self._queue: queue.SimpleQueue[tuple[list[str], Future]] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._start_lock = threading.Lock()
+        self._turn = threading.Lock()
+        self._start: Callable[[list[str]], Callable[[], np.ndarray]] | None = getattr(inner, "start", None)
+        self._wait_for_room: Callable[[], None] | None = getattr(inner, "wait_for_room", None)
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)
@@ -97,13 +105,26 @@ class MicroBatcher:
 
     def _run(self) -> None:
         while True:
-            # A caller that gave up (its awaiting task was cancelled) is dropped; the rest can no longer be cancelled.
-            batch = [(request, done) for request, done in self._gather() if done.set_running_or_notify_cancel()]
-            if not batch:
-                continue
-            texts = [t for request, _ in batch for t in request]
+            # Dispatchers take turns gathering. With an embedder that queues passes (``start``,
+            # ``wait_for_room``), the next call is gathered only once every pass already queued runs: the
+            # requests that arrived meanwhile make one larger call, sorted and paired by length as a whole,
+            # rather than several small ones (measured at 8 uploads in flight: calls of 6 texts padded
+            # their passes by 7%, against 0.1% for all the texts sorted at once).
+            with self._turn:
+                if self._wait_for_room is not None:
+                    self._wait_for_room()
+                # A caller that gave up (its awaiting task was cancelled) is dropped; the rest can no longer be
+                # cancelled.
+                batch = [(request, done) for request, done in self._gather() if done.set_running_or_notify_cancel()]
+                if not batch:
+                    continue
+                texts = [t for request, _ in batch for t in request]
+                rows: Callable[[], np.ndarray] = functools.partial(self.inner.encode, texts)
+                if self._start is not None:
+                    with contextlib.suppress(Exception):  # it fails again in ``rows``, isolated below
+                        rows = self._start(texts)
             try:
-                vectors = self.inner.encode(texts)
+                vectors = rows()
             except Exception:  # noqa: BLE001 - isolate the failing request below
                 for request, done in batch:
                     try:

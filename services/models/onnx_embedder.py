@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import pathlib
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -50,6 +52,9 @@ class OnnxEmbedder:
         self.threads = threads
         self.streams = streams or max(1, (os.cpu_count() or 1) // threads)
         self._streams = ThreadPoolExecutor(self.streams, thread_name_prefix="embed-stream")
+        self._room = threading.Condition()
+        self._queued = 0
+        """Passes submitted to the streams and not started yet."""
 
     @property
     def name(self) -> str:
@@ -65,17 +70,40 @@ class OnnxEmbedder:
 
     def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
         """L2-normalised float32 embeddings, one row per text, in the order given."""
+        return self.start(texts, batch_size)()
+
+    def start(self, texts: list[str], batch_size: int | None = None) -> Callable[[], np.ndarray]:
+        """Queues the passes of ``texts`` on the streams and returns what waits for their rows (``encode``
+        in two steps, so that a caller can queue its next call only once every pass of this one runs)."""
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         if not texts:
-            return out
+            return lambda: out
         batch_size = batch_size or self.batch_size
         encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
-        for rows, vectors in zip(batches, self._streams.map(lambda rows: self._pass(encodings, rows), batches),
-                                 strict=True):
-            out[rows] = vectors
-        return out
+        with self._room:
+            self._queued += len(batches)
+        passes = [self._streams.submit(self._started_pass, encodings, rows) for rows in batches]
+
+        def rows() -> np.ndarray:
+            for batch, done in zip(batches, passes, strict=True):
+                out[batch] = done.result()
+            return out
+
+        return rows
+
+    def wait_for_room(self) -> None:
+        """Returns once every queued pass has started: the streams will want more work next."""
+        with self._room:
+            self._room.wait_for(lambda: self._queued == 0)
+
+    def _started_pass(self, encodings: list, rows: list[int]) -> np.ndarray:
+        with self._room:
+            self._queued -= 1
+            if self._queued == 0:
+                self._room.notify_all()
+        return self._pass(encodings, rows)
 
     def _pass(self, encodings: list, rows: list[int]) -> np.ndarray:
         width = max(len(encodings[i].ids) for i in rows)

@@ -129,3 +129,39 @@ def test_an_embedder_with_two_streams_gets_a_second_pass_started_while_the_first
     inner.release.set()
     assert first.result(30)[:, 0].tolist() == [5]
     assert len(batcher._threads) == 2
+
+
+class QueuedPassesEncoder:
+    """Queues its passes (``start``); once a call is queued, ``wait_for_room`` holds until ``room`` is set,
+    as the ONNX embedder does until every queued pass has started."""
+
+    dimension = 2
+    streams = 2
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.room = threading.Event()
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        return self.start(texts)()
+
+    def start(self, texts: list[str]):
+        self.calls.append(list(texts))
+        rows = np.array([[len(t), i] for i, t in enumerate(texts)], dtype=np.float32)
+        return lambda: rows
+
+    def wait_for_room(self) -> None:
+        if self.calls:
+            assert self.room.wait(30)
+
+
+def test_requests_arriving_while_passes_are_queued_make_one_call_once_they_run() -> None:
+    inner = QueuedPassesEncoder()
+    batcher = MicroBatcher(inner, wait_s=0.0, max_texts=64)
+    assert batcher.submit(["first"]).result(30)[:, 0].tolist() == [5]
+    later = [batcher.submit(texts) for texts in (["a", "bb"], ["ccc"], ["dddd"])]
+    _queued(batcher, 3)  # neither dispatcher took them while the first call's passes wait to start
+    assert inner.calls == [["first"]]
+    inner.room.set()
+    assert [f.result(30)[:, 0].tolist() for f in later] == [[1, 2], [3], [4]]
+    assert inner.calls == [["first"], ["a", "bb", "ccc", "dddd"]]

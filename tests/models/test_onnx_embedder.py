@@ -65,6 +65,15 @@ def test_concurrent_streams_give_the_rows_of_one_stream(settings) -> None:
         np.testing.assert_allclose(rows, one.encode(texts[n:], batch_size=2), atol=1e-6)
 
 
+def test_a_started_call_counts_its_passes_until_each_runs(settings) -> None:
+    """``start`` queues the passes; ``wait_for_room`` returns once all have started; the rows are ``encode``'s."""
+    embedder = build_embedder(settings.model_copy(update={"streams": 1}), "onnx-int8")
+    rows = embedder.start(SENTENCES, batch_size=2)
+    embedder.wait_for_room()
+    assert embedder._queued == 0
+    np.testing.assert_allclose(rows(), embedder.encode(SENTENCES, batch_size=2), atol=1e-6)
+
+
 def test_export_is_cached_by_the_weights_hash(settings, torch_vectors, monkeypatch) -> None:
     build_embedder(settings, "onnx")  # exported by now
     monkeypatch.setattr(onnx_export, "_export_fp32", lambda *a: pytest.fail("re-exported despite a cached file"))
