@@ -53,6 +53,8 @@ class DiskCachedEncoder:
         # cached vectors must never stand in for it. fp32 keeps the runtime's name alone.
         precision = str(getattr(self._embedder, "identity", "/fp32")).rsplit("/", 1)[-1]
         tag = runtime if precision == "fp32" else f"{runtime}-{precision}"
+        if precision != "fp32":  # int8 vectors move with their pass neighbours (services/models/settings.py)
+            tag += f"-b{getattr(self._embedder, 'batch_size', 1)}"
         self._path = path or CACHE_DIR / f"{MODEL_NAME}-{WEIGHTS_SHA256[:12]}-{tag}{suffix}.npz"
         self._vectors: dict[str, np.ndarray] = {}
         self._dirty = False

@@ -41,21 +41,30 @@ class EmbedderSettings(BaseSettings):
     2026-12-06). Batches of 2 are too small for a pass's two threads to keep each other busy."""
     batch_size: int = Field(default=0, ge=0, le=512)
     """Texts per forward pass (texts are sorted by length first, so a batch pads little); 0: the runtime's
-    measured best (``BEST_BATCH_SIZE``: ONNX 2, PyTorch 16). On 2 cores ONNX Runtime gains nothing from
-    larger batches and loses to padding in the small, mixed passes of concurrent uploads (services/rag/README.md)."""
+    measured best (``BEST_BATCH_SIZE``: int8 ONNX 1, fp32 ONNX 2, PyTorch 16). On 2 cores ONNX Runtime gains
+    nothing from larger batches and loses to padding in the small, mixed passes of concurrent uploads
+    (services/rag/README.md)."""
     batch_wait_ms: float = Field(default=5.0, ge=0, le=1000)
     """How long a forward pass waits for texts from other concurrent requests to fill it (micro-batching)."""
     batch_max_texts: int = Field(default=256, ge=1, le=8192)
     """Most texts gathered from concurrent requests into one ``encode`` call."""
 
 
-BEST_BATCH_SIZE: dict[str, int] = {"onnx": 2, "onnx-int8": 2, "torch": 16}
+BEST_BATCH_SIZE: dict[str, int] = {"onnx": 2, "onnx-int8": 1, "torch": 16}
 """Chunks/s on 768 SciFact chunks in one call, batch 4 / 8 / 16: fp32 ONNX 53.2 / 50.9 / 49.4, int8 80.9 / 77.9 /
 73.6, PyTorch 37.3 / 40.6 / 41.9. ONNX batch 2 ties batch 4 there (480 chunks: fp32 51.1 and 52.2 vs 50.6 and
 53.6; int8 76.9 and 77.0 vs 76.4 and 79.3) and wins in the small passes concurrent uploads make (passes of 19
 texts: fp32 46.8 / 50.3 vs 44.7 / 47.2, int8 70.4 / 71.1 vs 66.6 / 69.7; of 8: fp32 47.0 / 47.9 vs 40.4 / 41.1).
 Through Envoy, 240 abstracts uploaded 8 at a time ran at 16.9 / 16.5 docs/s with batch 2 against 15.5 / 15.6
-with 4 (two rounds each, alternated). All on 2 cores, 2026-12-03."""
+with 4 (two rounds each, alternated). All on 2 cores, 2026-12-03.
+
+int8 runs one text per pass (2026-12-06): its activations are quantised with one scale per pass, so at batch 2 a
+text's vector moved with whichever text shared its pass (bench/results/int8-batch-2026-12-06.json: mean cosine
+0.99947 between the two, min 0.99755); alone it is the same vector every time, and no pass pays for padding, which the small
+mixed calls of concurrent uploads paid most (ingest-seed ...-run5.json at batch 2 against -run6.json at 1).
+Quality at batch 1 against 2, same file: SciFact dense nDCG@10 0.6890 / 0.6859 (PyTorch 0.6844), Recall@100
+0.9262 / 0.9287 (0.9300), fused nDCG@10 0.7318 / 0.7311, SQuAD evidence@5 0.9326 both; mean cosine to PyTorch
+0.99805 / 0.99794. Short texts lose a little per-pass overhead: the background sentence warm-up's passes."""
 
 
 def batch_size_for(settings: EmbedderSettings, runtime: str) -> int:

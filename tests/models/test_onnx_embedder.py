@@ -51,6 +51,16 @@ def test_fp32_onnx_rows_do_not_depend_on_their_batch(settings) -> None:
     assert embedder.encode([]).shape == (0, DIMENSION)
 
 
+def test_int8_rows_at_the_default_batch_are_those_of_the_text_alone(settings) -> None:
+    """int8 quantises activations per pass: one text per pass makes a vector independent of its neighbours."""
+    embedder = build_embedder(settings, "onnx-int8")
+    assert embedder.batch_size == 1
+    together = embedder.encode(SENTENCES[::-1] + SENTENCES)
+    alone = np.vstack([embedder.encode([s]) for s in SENTENCES])
+    np.testing.assert_array_equal(together[len(SENTENCES):], alone)
+    np.testing.assert_array_equal(together[: len(SENTENCES)], alone[::-1])
+
+
 def test_concurrent_streams_give_the_rows_of_one_stream(settings) -> None:
     """Batches run on two streams at once, and concurrent calls share them; each row lands where it belongs."""
     from concurrent.futures import ThreadPoolExecutor
