@@ -59,12 +59,9 @@ Through Envoy, 240 abstracts uploaded 8 at a time ran at 16.9 / 16.5 docs/s with
 with 4 (two rounds each, alternated). All on 2 cores, 2026-12-03.
 
 int8 runs one text per pass (2026-12-06): its activations are quantised with one scale per pass, so at batch 2 a
-text's vector moved with whichever text shared its pass (bench/results/int8-batch-2026-12-06.json: mean cosine
-0.99947 between the two, min 0.99755); alone it is the same vector every time, and no pass pays for padding, which the small
-mixed calls of concurrent uploads paid most (ingest-seed ...-run5.json at batch 2 against -run6.json at 1).
-Quality at batch 1 against 2, same file: SciFact dense nDCG@10 0.6890 / 0.6859 (PyTorch 0.6844), Recall@100
-0.9262 / 0.9287 (0.9300), fused nDCG@10 0.7318 / 0.7311, SQuAD evidence@5 0.9326 both; mean cosine to PyTorch
-0.99805 / 0.99794. Short texts lose a little per-pass overhead: the background sentence warm-up's passes."""
+text's vector moved with whichever text shared its pass; alone it is the same vector every time and no pass pads.
+Quality and agreement at batch 1 against 2: bench/results/int8-batch-2026-12-06.json, summarised in
+services/rag/README.md ("Batch size by measurement")."""
 
 
 def batch_size_for(settings: EmbedderSettings, runtime: str) -> int:
