@@ -14,11 +14,17 @@ Issue #20's figures, side by side in one run on the same documents:
   in this process;
 - **the raw encode limit**: the chosen runtime's ``encode`` of exactly the chunks the service
   makes (production parser and chunker), one batched call in a worker thread (on every stream the
-  service's embedder has), before and after the uploads while the mesh sits idle; the end-to-end
-  share is chunks/s over its mean. The CPU seconds each mesh process and this bench's uploading
-  client spent during the uploads are recorded beside it: they share the same cores;
-- **rounds** (``--rounds``, default 3, the first runtime): each workload runs that many times, a raw
-  run between each two, and the median round is reported with every round beside it.
+  service's embedder has), right before and right after the uploads it is compared with, while
+  the mesh sits idle; the end-to-end share is chunks/s over the raw runs' mean. The CPU seconds
+  each mesh process and this bench's uploading client spent during the uploads are recorded beside
+  it: they share the same cores;
+- **rounds** (``--rounds``, default 3, the first runtime): each workload runs that many times and the
+  median round is reported with every round beside it;
+- **blocks** (``--blocks``, default 3): a round of small uploads goes in that many consecutive blocks,
+  each between two raw runs of exactly its own chunks (raw, uploads, raw per block). This machine's
+  speed shifts by 10-20% within tens of seconds, so a raw run a whole round (~10 s of uploads and
+  ~40 s of idle wait) away from the uploads misstated them by as much (rounds of one run ranged
+  82-89%); each block's ramp up and down (~1% of its time) is counted against the mesh.
 
 Each runtime gets its own fresh mesh (``DOCUTHINKER_EMBED_RUNTIME``), the ONNX files come from
 one export cache shared with this process, so no mesh pays an export. The seeds' side runs once
@@ -26,7 +32,7 @@ per run, between the runtimes, since its runtime never changes. Ratios are the f
 the machine is shared and noisy.
 
 Usage: python -m bench.ingest_seed_bench [--runtimes onnx-int8,torch] [--small 300] [--large 300]
-       [--concurrency 8] [--sweep 16,32] [--rounds 3]
+       [--concurrency 8] [--sweep 16,32] [--rounds 3] [--blocks 3]
 """
 
 from __future__ import annotations
@@ -163,24 +169,41 @@ def seeds(uploads: list[Upload], root: pathlib.Path) -> dict:
 
 
 def measured(mesh, embedder, uploads: list[Upload], concurrency: int, tenant: dict[str, str] = TENANT,
-             rounds: int = 1) -> dict:
-    """``rounds`` end-to-end runs, each between two raw-limit runs taken with the mesh idle (raw, e2e, raw,
-    e2e, ... raw), each round under a tenant of its own (nothing is a duplicate). A round's share is over
-    the mean of the raw runs beside it: the machine's speed drifts by 10-20% within minutes here, so a
-    raw run far from its round would misstate it. The median round is reported, every round beside it."""
-    texts = [t for u in uploads for t in u.chunks]
+             rounds: int = 1, blocks: int = 1) -> dict:
+    """``rounds`` end-to-end runs, each under a tenant of its own (nothing is a duplicate). A round's uploads
+    go in ``blocks`` consecutive blocks, each timed between two raw-limit runs of exactly its chunks, taken
+    with the mesh idle (raw, e2e, raw per block): the machine's speed drifts by 10-20% within tens of
+    seconds here, so a raw run far from the uploads it is compared with misstates them. A round's share is
+    its chunks over its end-to-end seconds, against its chunks over the raw seconds (the mean of each
+    block's two). The median round is reported, every round beside it."""
     idle = lambda: wait_idle(list(mesh.pids().values()))  # noqa: E731
-    waited = [idle()]
-    raws = [raw_limit(embedder, texts)]
+    cut = [uploads[len(uploads) * b // blocks: len(uploads) * (b + 1) // blocks] for b in range(blocks)]
+    cut = [part for part in cut if part]
+    waited = []
     runs = []
     for i in range(rounds):
         name = tenant.get("x-tenant-id", "default")
-        e2e = through_envoy(mesh, uploads, concurrency, {"x-tenant-id": f"{name}-r{i}"} if i else tenant)
-        waited.append(idle())
-        raws.append(raw_limit(embedder, texts))
-        raw = (raws[i]["chunks_per_s"] + raws[i + 1]["chunks_per_s"]) / 2
-        runs.append({"end_to_end": e2e, "raw_before": raws[i], "raw_after": raws[i + 1],
-                     "raw_chunks_per_s_mean": round(raw, 2), "share_of_raw_limit": round(e2e["chunks_per_s"] / raw, 3)})
+        round_tenant = {"x-tenant-id": f"{name}-r{i}"} if i else tenant
+        parts = []
+        for part in cut:
+            texts = [t for u in part for t in u.chunks]
+            waited.append(idle())
+            before = raw_limit(embedder, texts)
+            e2e = through_envoy(mesh, part, concurrency, round_tenant)
+            waited.append(idle())
+            parts.append((before, e2e, raw_limit(embedder, texts)))
+        chunks = sum(e2e["chunks"] for _, e2e, _ in parts)
+        raw_s = sum((before["seconds"] + after["seconds"]) / 2 for before, _, after in parts)
+        e2e = merged([e2e for _, e2e, _ in parts])
+        raw = chunks / raw_s
+        run = {"end_to_end": e2e, "raw_chunks_per_s_mean": round(raw, 2),
+               "share_of_raw_limit": round(e2e["chunks_per_s"] / raw, 3)}
+        if len(parts) == 1:
+            run.update(raw_before=parts[0][0], raw_after=parts[0][2])
+        else:
+            run["blocks"] = [{"raw_before": before, "end_to_end_seconds": e2e["seconds"], "raw_after": after}
+                             for before, e2e, after in parts]
+        runs.append(run)
     median = sorted(runs, key=lambda run: run["share_of_raw_limit"])[len(runs) // 2]
     out = {**median, "idle_wait_s": waited}
     if rounds > 1:
@@ -188,8 +211,23 @@ def measured(mesh, embedder, uploads: list[Upload], concurrency: int, tenant: di
     return out
 
 
+def merged(parts: list[dict]) -> dict:
+    """One end-to-end record of consecutive blocks: their totals, the peak of their peaks."""
+    if len(parts) == 1:
+        return parts[0]
+    documents = sum(p["documents"] for p in parts)
+    chunks = sum(p["chunks"] for p in parts)
+    seconds = sum(p["seconds"] for p in parts)
+    cpu = {name: round(sum(p["cpu_s_by_process"][name] for p in parts), 2) for name in parts[0]["cpu_s_by_process"]}
+    return {"documents": documents, "chunks": chunks, "concurrency": parts[0]["concurrency"],
+            "seconds": round(seconds, 3), "docs_per_s": round(documents / seconds, 3),
+            "chunks_per_s": round(chunks / seconds, 2), "blocks": len(parts),
+            "rag_peak_rss_mib": max(p["rag_peak_rss_mib"] for p in parts), "cpu_s_by_process": cpu}
+
+
 def run_runtime(runtime: str, sets: dict[str, list[Upload]], concurrency: int, root: pathlib.Path,
-                keep_logs: pathlib.Path | None = None, sweep: tuple[int, ...] = (), rounds: int = 1) -> dict:
+                keep_logs: pathlib.Path | None = None, sweep: tuple[int, ...] = (), rounds: int = 1,
+                blocks: int = 1) -> dict:
     """``sweep``: more in-flight counts for the small uploads, each the same documents under a tenant of
     its own (so nothing is a duplicate and the raw limit is of the same texts)."""
     from services.launcher.mesh import Mesh
@@ -205,12 +243,12 @@ def run_runtime(runtime: str, sets: dict[str, list[Upload]], concurrency: int, r
             uploader.post(Upload("warm-up.txt", b"A short warm-up document, not counted. " * 40))
         for name, uploads in sets.items():
             out[name] = measured(mesh, embedder, uploads, concurrency if name == "small_concurrent" else 1,
-                                 rounds=rounds)
+                                 rounds=rounds, blocks=blocks)
             print(f"[ingest-seed] {runtime} {name}: envoy {out[name]['end_to_end']['docs_per_s']} docs/s, "
                   f"{out[name]['share_of_raw_limit']:.0%} of raw", flush=True)
         for level in sweep:
             entry = measured(mesh, embedder, sets["small_concurrent"], level, {"x-tenant-id": f"bench-sweep-{level}"},
-                             rounds)
+                             rounds, blocks)
             out.setdefault("small_concurrency_sweep", {})[str(level)] = entry
             print(f"[ingest-seed] {runtime} small, {level} in flight: envoy {entry['end_to_end']['docs_per_s']} "
                   f"docs/s, {entry['share_of_raw_limit']:.0%} of raw", flush=True)
@@ -229,6 +267,8 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
                         help="more in-flight counts for the small uploads, first runtime only ('' for none)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="end-to-end runs per workload, first runtime (raw limit between each); the median is reported")
+    parser.add_argument("--blocks", type=int, default=3,
+                        help="consecutive blocks per round of small uploads, each between two raw runs of its chunks")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--out", type=pathlib.Path, default=None)
     parser.add_argument("--keep-logs", type=pathlib.Path, default=None, help="copy the meshes' logs (INFO) here")
@@ -247,7 +287,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
         for i, runtime in enumerate(runtimes):
             sweep = tuple(int(c) for c in args.sweep.split(",") if c.strip()) if i == 0 else ()
             result["runtimes"][runtime] = run_runtime(runtime, sets, args.concurrency, root, args.keep_logs, sweep,
-                                                      args.rounds if i == 0 else 1)
+                                                      args.rounds if i == 0 else 1, args.blocks)
             if i == 0:  # between the runtimes, so drift hits the seeds' side as it hits them
                 for name, uploads in sets.items():
                     result["seeds"][name] = seeds(uploads, root / f"seed-{name}")
