@@ -157,6 +157,40 @@ def test_republishing_fewer_chunks_drops_the_extra_vectors(open_runtime) -> None
     assert runtime.metadata.get_document("acme", record.document_id).chunk_count == 1
 
 
+def test_the_tenant_chunk_count_follows_publication_re_index_and_removal(open_runtime) -> None:
+    runtime = open_runtime()
+    first = _document(runtime, "acme", ["one", "two", "three"], "a.txt")
+    second = _document(runtime, "acme", ["four", "five"], "b.txt")
+    other = _document(runtime, "globex", ["six"], "c.txt")
+    assert runtime.metadata.count_chunks("acme") == 0  # inserted, not yet published
+    for doc in (first, second, other):
+        _index(runtime, *doc)
+    assert (runtime.metadata.count_chunks("acme"), runtime.metadata.count_chunks("globex")) == (5, 1)
+    record, sections, chunks = first
+    assert runtime.metadata.claim_document("acme", record.document_id)
+    _index(runtime, record, sections, chunks[:1])  # a re-index that produced one chunk
+    assert runtime.metadata.count_chunks("acme") == 3
+    runtime.index.remove_document("acme", second[0].document_id)
+    assert (runtime.metadata.count_chunks("acme"), runtime.metadata.count_chunks("globex")) == (1, 1)
+    assert runtime.metadata.count_chunks("initech") == 0
+    assert open_runtime().metadata.count_chunks("acme") == 1  # a restart reads the same
+
+
+def test_a_store_from_before_the_chunk_counts_is_recounted_at_open(open_runtime, store_backend) -> None:
+    embedded_only(store_backend, "the embedded store's own counter table")
+    runtime = open_runtime()
+    _index(runtime, *_document(runtime, "acme", ["one", "two"]))
+    with runtime.metadata._tx() as db:  # as an older version left it: no counts, no triggers
+        for name in ("tenant_chunks_on_insert", "tenant_chunks_on_update", "tenant_chunks_on_delete"):
+            db.execute(f"DROP TRIGGER {name}")
+        db.execute("DROP TABLE tenant_chunks")
+    runtime.metadata.close()
+    reopened = open_runtime()
+    assert reopened.metadata.count_chunks("acme") == 2
+    _index(reopened, *_document(reopened, "acme", ["three"], "b.txt"))
+    assert reopened.metadata.count_chunks("acme") == 3
+
+
 def test_chunk_reads_use_the_narrow_key_not_a_tenant_scan(open_runtime, store_backend) -> None:
     """Every read of a search names its chunks, keys or documents; SQLite must look those up
     directly. With many ids in the IN list its planner preferred the (tenant, vector_key) or

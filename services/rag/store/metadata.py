@@ -35,6 +35,7 @@ from services.rag.store.rows import (
     DOC_COLUMNS,
     KEYWORD_COLUMNS,
     READY,
+    RECOUNT_TENANT_CHUNKS,
     SCHEMA,
     chunk_from_row,
     column_updates,
@@ -65,6 +66,9 @@ class MetadataStore(SqliteLeases):
             if "claimed_by" not in columns:  # a database from before ingestion leases
                 self._conn.execute("ALTER TABLE documents ADD COLUMN claimed_by TEXT")
                 self._conn.execute("ALTER TABLE documents ADD COLUMN lease_until REAL")
+        with self._tx() as db:
+            for statement in RECOUNT_TENANT_CHUNKS:
+                db.execute(statement)
 
     def close(self) -> None:
         with self._lock:
@@ -133,8 +137,8 @@ class MetadataStore(SqliteLeases):
     def count_chunks(self, tenant: str) -> int:
         """Chunks of the tenant's indexed documents (the per-tenant chunk quota counts these)."""
         with self._lock:
-            return self._conn.execute("SELECT COALESCE(SUM(chunk_count), 0) FROM documents WHERE tenant=?",
-                                      (tenant,)).fetchone()[0]
+            row = self._conn.execute("SELECT chunks FROM tenant_chunks WHERE tenant=?", (tenant,)).fetchone()
+        return row[0] if row is not None else 0
 
     def unfinished_documents(self) -> list[DocumentRecord]:
         """Documents in a non-terminal status (left behind by a crash), oldest first."""

@@ -66,7 +66,32 @@ CREATE TABLE IF NOT EXISTS generations (
     tenant TEXT PRIMARY KEY,
     generation INTEGER NOT NULL
 );
+-- SUM(chunk_count) per tenant, kept by triggers on every write path: the quota check reads one row
+-- instead of summing the tenant's documents on each upload (31 ms at 100k documents).
+CREATE TABLE IF NOT EXISTS tenant_chunks (
+    tenant TEXT PRIMARY KEY,
+    chunks INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS tenant_chunks_on_insert AFTER INSERT ON documents WHEN NEW.chunk_count <> 0 BEGIN
+    INSERT INTO tenant_chunks VALUES (NEW.tenant, NEW.chunk_count)
+        ON CONFLICT(tenant) DO UPDATE SET chunks = chunks + excluded.chunks;
+END;
+CREATE TRIGGER IF NOT EXISTS tenant_chunks_on_update AFTER UPDATE OF chunk_count, tenant ON documents
+    WHEN NEW.chunk_count <> OLD.chunk_count OR NEW.tenant <> OLD.tenant BEGIN
+    UPDATE tenant_chunks SET chunks = chunks - OLD.chunk_count WHERE tenant = OLD.tenant;
+    INSERT INTO tenant_chunks VALUES (NEW.tenant, NEW.chunk_count)
+        ON CONFLICT(tenant) DO UPDATE SET chunks = chunks + excluded.chunks;
+END;
+CREATE TRIGGER IF NOT EXISTS tenant_chunks_on_delete AFTER DELETE ON documents WHEN OLD.chunk_count <> 0 BEGIN
+    UPDATE tenant_chunks SET chunks = chunks - OLD.chunk_count WHERE tenant = OLD.tenant;
+END;
 """
+
+RECOUNT_TENANT_CHUNKS = (
+    "DELETE FROM tenant_chunks",
+    "INSERT INTO tenant_chunks SELECT tenant, SUM(chunk_count) FROM documents GROUP BY tenant",
+)
+"""Rebuilds the counts from the documents (at open: a store from before the triggers, or one that drifted)."""
 
 DOC_COLUMNS = (
     "document_id, tenant, filename, file_type, content_type, content_sha256, size_bytes, status, error_message, "
