@@ -11,9 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import signal
 import sys
-import threading
 
 from gateway.auth import ROLES, AuthSettings, keygen, mint
 from services.launcher import demo
@@ -21,6 +19,7 @@ from services.launcher.local_auth import LocalAuth
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.launcher.mesh import Mesh
 from services.launcher.settings import LauncherSettings, parse_replicas
+from services.launcher.stop_signals import StopSignals
 from services.launcher.supervisor import Supervisor
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 from services.runtime.request_context import USER
@@ -81,9 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"cannot start the mesh: {exc}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = StopSignals().install()
     print("starting DocuThinker mesh ...", flush=True)
     try:
         mesh.start()
