@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     parser.add_argument("--sweep", default="16,32",
                         help="more in-flight counts for the small uploads, first runtime only ('' for none)")
     parser.add_argument("--rounds", type=int, default=3,
-                        help="end-to-end runs per workload, first runtime (raw limit between each); the median is reported")
+                        help="end-to-end runs per workload, first runtime (raw limits beside each block); the median is reported")
     parser.add_argument("--blocks", type=int, default=3,
                         help="consecutive blocks per round of small uploads, each between two raw runs of its chunks")
     parser.add_argument("--seed", type=int, default=11)
