@@ -73,8 +73,12 @@ class Item:
 
     @classmethod
     def from_json(cls, raw: dict) -> Item:
+        """docqa names a sheet in ``sheet``; docqa2 puts a sheet's name in ``page`` (a page or slide number else)."""
+        page, sheet = raw.get("page"), str(raw.get("sheet") or "")
+        if isinstance(page, str) and not page.strip().isdigit():
+            page, sheet = 0, sheet or page
         return cls(raw["id"], raw["file"], raw["question"], tuple(raw["answers"]), raw["kind"], tuple(raw.get("tags", ())),
-                   int(raw.get("page") or 0), str(raw.get("sheet") or ""))
+                   int(page or 0), sheet)
 
 
 @dataclass(frozen=True)

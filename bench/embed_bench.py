@@ -1,5 +1,9 @@
 """Embedding runtimes side by side (``make bench-embed``): PyTorch vs ONNX Runtime fp32 vs int8.
 
+``onnx-int8`` is the production int8 file (uint8 weights, exact on every x86 CPU); ``onnx-int8-s8`` the
+format before it (int8 weights, whose pair sums saturate on AVX2 without VNNI: issue #44), run for the
+old-against-new comparison and never eligible as the default. The CPU's int8 path is in ``cpu``.
+
 One process, one run, so the three see the same (shared, noisy) machine: rounds alternate the
 runtimes over the same SciFact chunks and each reports its median round; ratios to PyTorch are
 the figures to read, absolute rates move with the machine's other load.
@@ -32,14 +36,37 @@ import psutil
 
 from bench import scifact, squad
 from bench.corpus import DiskCachedEncoder
-from services.models.embedder import build_embedder
-from services.models.settings import embedder_settings
+from services.models.cpu_features import cpu_features
+from services.models.embedder import MODEL_NAME, NUM_HEADS, WEIGHTS_SHA256, build_embedder, identity, verified_model_path
+from services.models.settings import batch_size_for, embedder_settings
 from services.rag.documents import Section
 from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
 from services.rag.settings import RagSettings
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
-RUNTIMES = ("torch", "onnx", "onnx-int8")
+RUNTIMES = ("torch", "onnx", "onnx-int8", "onnx-int8-s8")
+LEGACY = "onnx-int8-s8"
+"""The int8-weight file of before issue #44: measured, never chosen."""
+
+
+def build(name: str):
+    """The embedder of one benchmarked variant (the legacy one from the same export folder)."""
+    if name != LEGACY:
+        return build_embedder(runtime=name)
+    from services.models.embedder import DIMENSION, onnx_cache_dir
+    from services.models.onnx_embedder import OnnxEmbedder
+    from services.models.onnx_export import ensure_exported, ensure_int8_variant, export_dir
+
+    settings = embedder_settings()
+    model_dir = verified_model_path()
+    ensure_exported(model_dir, onnx_cache_dir(settings), MODEL_NAME, WEIGHTS_SHA256, NUM_HEADS, DIMENSION)
+    path = ensure_int8_variant(export_dir(onnx_cache_dir(settings), MODEL_NAME, WEIGHTS_SHA256), "int8")
+    # Its vectors depend on the CPU's int8 path: the bench cache keeps them apart by it.
+    legacy_identity = identity("onnx-int8").replace("/int8u8-", "/int8-") + f"@{cpu_features().int8_path}"
+    return OnnxEmbedder(path, model_dir / "tokenizer.json", name=MODEL_NAME, dimension=DIMENSION,
+                        identity=legacy_identity, runtime="onnx-int8",
+                        batch_size=batch_size_for(settings, "onnx-int8"), threads=settings.threads,
+                        streams=settings.streams)
 
 
 def _chunks_of(texts) -> list[str]:
@@ -97,7 +124,7 @@ def tuning(runtime: str, texts: list[str], quick: bool) -> dict:
 
 def agreement(vectors: dict[str, np.ndarray]) -> dict:
     out = {}
-    for name in ("onnx", "onnx-int8"):
+    for name in RUNTIMES[1:]:
         cos = (vectors["torch"] * vectors[name]).sum(1)
         out[name] = {"mean_cosine": round(float(cos.mean()), 5), "min_cosine": round(float(cos.min()), 5)}
     return out
@@ -128,13 +155,13 @@ def quality(embedders: dict, quick: bool, with_squad: bool) -> dict:
 def choose(speed: dict, agree: dict, qual: dict | None) -> tuple[str, list[str]]:
     reasons = []
     eligible = []
-    for name in ("onnx", "onnx-int8"):
+    for name in RUNTIMES[1:]:
         ok_cos = agree[name]["mean_cosine"] >= 0.99
         ok_q = qual is None or qual[name]["scifact_dense_ndcg@10"] >= qual["torch"]["scifact_dense_ndcg@10"] - 0.005
         reasons.append(f"{name}: mean cosine {agree[name]['mean_cosine']} ({'ok' if ok_cos else 'too low'}), "
                        f"nDCG@10 {'within' if ok_q else 'not within'} 0.005 of torch, "
                        f"{speed[name]['x_torch']}x torch")
-        if ok_cos and ok_q:
+        if ok_cos and ok_q and name != LEGACY:
             eligible.append(name)
     if not eligible:
         return "onnx", reasons
@@ -147,7 +174,7 @@ def run(quick: bool, skip_quality: bool, sample_size: int, rounds: int, with_squ
     rss = {"before_models_mib": round(psutil.Process().memory_info().rss / 2**20)}
     embedders = {}
     for name in RUNTIMES:
-        embedders[name] = build_embedder(runtime=name)
+        embedders[name] = build(name)
         rss[f"after_{name}_mib"] = round(psutil.Process().memory_info().rss / 2**20)
     sample = random.Random(5).sample(chunks, sample_size)
     if quick:  # the quick SciFact sample's chunks: the quality runs embed (and cache) them per runtime
@@ -155,6 +182,7 @@ def run(quick: bool, skip_quality: bool, sample_size: int, rounds: int, with_squ
         texts, _ = scifact.sample(corpus, queries, qrels, True)
         chunks = _chunks_of(texts.values())
     result: dict = {"date": dt.date.today().isoformat(), "variant": "quick" if quick else "full",
+                    "cpu": cpu_features().as_dict(),
                     "cpu_count": psutil.cpu_count(), "load_avg_at_start": [round(x, 2) for x in psutil.getloadavg()],
                     "chunks_total": len(chunks), "throughput_sample_chunks": len(sample),
                     "batch_size": {name: e.batch_size for name, e in embedders.items()},

@@ -34,11 +34,13 @@ def gpu() -> dict:
 
 def describe(embedder_device: str | None = None) -> dict:
     """``embedder_device``: the device the benchmark's embedder reported (None: not loaded here)."""
+    from services.models.cpu_features import cpu_features
     from services.models.embedder import resolve_device
 
     return {
         "host": socket.gethostname(),
         "cpus": os.cpu_count(),
+        "cpu": cpu_features().as_dict(),
         "cpu_affinity": len(os.sched_getaffinity(0)),
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "platform": platform.platform(),

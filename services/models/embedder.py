@@ -60,13 +60,14 @@ def verified_model_path() -> Path:
 
 def identity(runtime: str) -> str:
     """What an index must record to know which vectors it holds, e.g. ``all-MiniLM-L6-v2@53aa51172d14/fp32``."""
-    # "int8-smooth-<digest>": every MatMul and the attention int8, smoothed by the scales file of that digest
-    # (onnx_export._quantise). Earlier int8 files recorded "int8" (everything, unsmoothed), "int8-ffn" and
-    # "int8-ffn-in" (feed-forward only), so their vectors are never taken for these.
+    # "int8u8-smooth-<digest>": every MatMul and the attention 8-bit with uint8 weights, smoothed by the scales
+    # file of that digest (onnx_export._quantise). Earlier int8 files recorded "int8-smooth-<digest>" (int8
+    # weights, which drift on AVX2 without VNNI), "int8" (everything, unsmoothed), "int8-ffn" and "int8-ffn-in"
+    # (feed-forward only), so their vectors are never taken for these: such an index goes through re-indexing.
     if runtime == "onnx-int8":
         from services.models.int8_calibration import scales_digest
 
-        precision = f"int8-smooth-{scales_digest()}"
+        precision = f"int8u8-smooth-{scales_digest()}"
     else:
         precision = "fp32"
     return f"{MODEL_NAME}@{WEIGHTS_SHA256[:12]}/{precision}"
@@ -170,9 +171,14 @@ def build_embedder(settings: EmbedderSettings | None = None, runtime: str | None
 
     path = verified_model_path()
     files = ensure_exported(path, onnx_cache_dir(settings), MODEL_NAME, WEIGHTS_SHA256, NUM_HEADS, DIMENSION)
-    return OnnxEmbedder(files[runtime], path / "tokenizer.json", name=MODEL_NAME, dimension=DIMENSION,
-                        identity=identity(runtime), runtime=runtime, batch_size=batch_size_for(settings, runtime),
-                        threads=settings.threads, streams=settings.streams)
+    embedder = OnnxEmbedder(files[runtime], path / "tokenizer.json", name=MODEL_NAME, dimension=DIMENSION,
+                            identity=identity(runtime), runtime=runtime, batch_size=batch_size_for(settings, runtime),
+                            threads=settings.threads, streams=settings.streams)
+    if runtime == "onnx-int8" and settings.verify_kernels:
+        from services.models.int8_kernels import verify
+
+        verify(embedder, files[runtime])
+    return embedder
 
 
 _lock = threading.Lock()

@@ -46,6 +46,7 @@ class OnnxEmbedder:
         # requests, services) that burns their time, as OpenMP's did (bench/README.md, the same trap).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+        self.model_file = pathlib.Path(model_file)
         self._name, self._dimension, self._identity, self.runtime = name, dimension, identity, runtime
         self.batch_size = batch_size
         self.device = "cpu"  # CPUExecutionProvider only; DOCUTHINKER_DEVICE=cuda needs the torch runtime

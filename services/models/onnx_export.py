@@ -4,8 +4,8 @@ The graph holds the whole sentence-transformers model: BERT, mean pooling over t
 mask and L2 normalisation, so ONNX Runtime returns finished embeddings. The fp32 file is then
 optimised for BERT (fused attention, embedding and skip layer norms, GELU: onnxruntime.transformers)
 and the int8 variant is dynamically quantised from it (every MatMul with a constant weight and the fused
-attention), after the outlier channels of their inputs are smoothed into the weights with the committed
-scales of ``int8_calibration`` (``_smooth``). Files are written under a temporary name and renamed,
+attention, uint8 weights: ``int8_kernels`` says why), after the outlier channels of their inputs are smoothed
+into the weights with the committed scales of ``int8_calibration`` (``_smooth``). Files are written under a temporary name and renamed,
 so processes exporting at the same time (rag, nlp, orchestrator on a first start) never read a
 half-written file; the folder name carries the weights' hash, so new weights mean a new export.
 """
@@ -31,13 +31,14 @@ def export_dir(cache_root: pathlib.Path, model_name: str, weights_sha256: str) -
 def _int8_file() -> str:
     from services.models.int8_calibration import scales_digest
 
-    return f"model-int8-smooth-{scales_digest()}.onnx"
+    return f"model-int8u8-smooth-{scales_digest()}.onnx"
 
 
 FILES = {"onnx": "model-fp32.onnx", "onnx-int8": _int8_file()}
-"""The int8 file's name carries its scales file's digest, so new scales mean a new file; ``model-int8.onnx``
-(everything, unsmoothed), ``model-int8-ffn.onnx`` and ``model-int8-intermediate.onnx`` (feed-forward only)
-came before it."""
+"""The int8 file's name carries its weight type and its scales file's digest, so a new format or new scales
+mean a new file; ``model-int8-smooth-<digest>.onnx`` (int8 weights: saturating on AVX2 without VNNI),
+``model-int8.onnx`` (everything, unsmoothed), ``model-int8-ffn.onnx`` and ``model-int8-intermediate.onnx``
+(feed-forward only) came before it."""
 
 
 def is_complete(folder: pathlib.Path) -> bool:
@@ -122,14 +123,21 @@ def _smooth(model, scales: dict) -> None:
     model.graph.initializer.extend(kept)
 
 
-def _quantise(fp32: pathlib.Path, out: pathlib.Path) -> None:
-    """int8 weights (per output channel) for every constant-weight MatMul and the fused attention, smoothed first.
+WEIGHT_TYPES = ("uint8", "int8")
+"""``uint8``: the production format (U8U8 kernels, exact on every x86 path); ``int8``: the format before it,
+kept for ``bench.embed_bench``'s old-against-new comparison."""
+
+
+def _quantise(fp32: pathlib.Path, out: pathlib.Path, weight_type: str = "uint8") -> None:
+    """8-bit weights (per output channel) for every constant-weight MatMul and the fused attention, smoothed first.
 
     Scopes measured on the full SciFact corpus (train queries), against PyTorch's dense nDCG@10 of 0.6844:
     unsmoothed, the first feed-forward MatMul alone kept quality (0.6848) at 1.56x PyTorch; both feed-forward
     MatMuls lost 0.0059 and everything (3.7x on a loaded machine) lost 0.009, because a few outlier input
     channels set each activation's one dynamic scale. Smoothed (``int8_calibration``), everything agreed at
-    mean cosine 0.9978 on sampled chunks and scored 0.6855 (bench/results/embed-2026-12-04.json)."""
+    mean cosine 0.9978 on sampled chunks and scored 0.6855 (bench/results/embed-2026-12-04.json) on a VNNI host.
+    Those were int8 weights; on AVX2 alone their pair sums saturate (``int8_kernels``), so the weights are uint8:
+    the same agreement on every host, at the same speed on AVX2 (bench/results/embed-2026-12-07.json)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -141,7 +149,8 @@ def _quantise(fp32: pathlib.Path, out: pathlib.Path) -> None:
     try:
         onnx.save(model, str(smoothed))
         # The fused nodes (com.microsoft domain) defeat ONNX shape inference; their outputs are float.
-        quantize_dynamic(str(smoothed), str(out), weight_type=QuantType.QInt8, per_channel=True,
+        quantize_dynamic(str(smoothed), str(out), per_channel=True,
+                         weight_type=QuantType.QUInt8 if weight_type == "uint8" else QuantType.QInt8,
                          op_types_to_quantize=["MatMul", "Attention"],
                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     finally:
@@ -168,16 +177,26 @@ def ensure_exported_fp32(model_dir: pathlib.Path, cache_root: pathlib.Path, mode
     return folder
 
 
+def ensure_int8_variant(folder: pathlib.Path, weight_type: str) -> pathlib.Path:
+    """The int8 file of ``weight_type`` in an export folder holding the fp32 file, quantised when missing: ``uint8``
+    is the production file; ``int8`` the format before it (``model-int8-smooth-<digest>.onnx``), for benchmarks."""
+    from services.models.int8_calibration import scales_digest
+
+    if weight_type not in WEIGHT_TYPES:
+        raise ValueError(f"weight_type must be one of {WEIGHT_TYPES}")
+    path = folder / (FILES["onnx-int8"] if weight_type == "uint8" else f"model-int8-smooth-{scales_digest()}.onnx")
+    if not path.exists():
+        tmp = _tmp(path)
+        try:
+            _quantise(folder / FILES["onnx"], tmp, weight_type)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return path
+
+
 def ensure_exported(model_dir: pathlib.Path, cache_root: pathlib.Path, model_name: str, weights_sha256: str,
                     num_heads: int, hidden_size: int) -> dict[str, pathlib.Path]:
     """Paths of the ``onnx`` (fp32, optimised) and ``onnx-int8`` files, exporting what is missing."""
     folder = ensure_exported_fp32(model_dir, cache_root, model_name, weights_sha256, num_heads, hidden_size)
-    paths = {runtime: folder / name for runtime, name in FILES.items()}
-    if not paths["onnx-int8"].exists():
-        tmp = _tmp(paths["onnx-int8"])
-        try:
-            _quantise(paths["onnx"], tmp)
-            os.replace(tmp, paths["onnx-int8"])
-        finally:
-            tmp.unlink(missing_ok=True)
-    return paths
+    return {"onnx": folder / FILES["onnx"], "onnx-int8": ensure_int8_variant(folder, "uint8")}

@@ -23,7 +23,8 @@ class EmbedderSettings(BaseSettings):
     runtime: Runtime = "onnx-int8"
     """``onnx-int8`` (ONNX Runtime, every MatMul and the attention dynamically quantised after the committed
     smoothing scales; its own vectors), ``onnx`` (fp32: PyTorch's vectors) or ``torch`` (sentence-transformers; the
-    one for DOCUTHINKER_DEVICE=cuda). The default is the rule of bench/embed_bench.py: the fastest variant within
+    one for DOCUTHINKER_DEVICE=cuda). int8 weights are uint8, so every x86 CPU computes the same vectors
+    (services/models/int8_kernels.py). The default is the rule of bench/embed_bench.py: the fastest variant within
     0.005 SciFact dense nDCG@10 (full corpus) of PyTorch with mean cosine >= 0.99, else fp32 ONNX.
     bench/results/embed-2026-12-04.json: int8 2.28x PyTorch, mean cosine 0.9978, dense nDCG@10 0.6859 vs 0.6844
     (fused 0.7311 vs 0.7292); fp32 1.30x. With two one-thread streams (embed-streams-2026-12-06.json): int8
@@ -48,6 +49,10 @@ class EmbedderSettings(BaseSettings):
     """How long a forward pass waits for texts from other concurrent requests to fill it (micro-batching)."""
     batch_max_texts: int = Field(default=256, ge=1, le=8192)
     """Most texts gathered from concurrent requests into one ``encode`` call."""
+    verify_kernels: bool = True
+    """Embed a few probe texts when the int8 model loads and refuse to start (``IncompatibleKernelsError``) when
+    they differ from the committed reference vectors: this CPU's kernels would not match an index made on another
+    host (services/models/int8_kernels.py)."""
 
 
 BEST_BATCH_SIZE: dict[str, int] = {"onnx": 2, "onnx-int8": 1, "torch": 16}

@@ -12,6 +12,10 @@ import time
 from dataclasses import dataclass
 
 from services.launcher.supervisor import read_state
+from services.models.cpu_features import cpu_features
+from services.models.embedder import identity
+from services.models.int8_kernels import last_check
+from services.models.settings import embedder_settings
 from services.runtime.clients import ChannelPool
 from services.runtime.config import MeshSettings
 from services.runtime.errors import RemoteError
@@ -59,3 +63,14 @@ class HealthProbe:
     def supervisor_view(self, name: str) -> dict:
         """The supervisor's entry for ``name`` (e.g. the orchestrator itself, or Envoy as ``gateway``)."""
         return read_state(self._settings.data_dir).get(name, {})
+
+
+def embedding_model_health() -> dict:
+    """This process's embedding model and CPU int8 path, with its load-time kernel check (``int8_kernels``)."""
+    runtime = embedder_settings().runtime
+    cpu = cpu_features()
+    check = last_check() if runtime == "onnx-int8" else None
+    return {"identity": identity(runtime), "runtime": runtime, "cpu_model": cpu.model, "cpu_flags": list(cpu.flags),
+            "vnni": cpu.vnni, "int8_path": cpu.int8_path,
+            "kernel_check": "not_run" if check is None else ("passed" if check.passed else "failed"),
+            "kernel_min_cosine": check.min_cosine if check else 0.0}

@@ -16,7 +16,7 @@ from services.orchestrator.conversations import Conversation, ConversationStore
 from services.orchestrator.costs import CostTracker
 from services.orchestrator.dag import TaskState
 from services.orchestrator.dlq import DeadLetter, DeadLetterQueue
-from services.orchestrator.health import HealthProbe
+from services.orchestrator.health import HealthProbe, embedding_model_health
 from services.orchestrator.supervisor import Done, Subtask, Supervisor
 from services.orchestrator.tokens import TokenBudget, Turn
 from services.orchestrator.tools import ToolRegistry
@@ -304,6 +304,7 @@ class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
         return pb.GetHealthResponse(
             status=overall,
             time=now,
+            embedding_model=pb.EmbeddingModelHealth(**embedding_model_health()),
             services=[
                 pb.ServiceHealth(
                     name="orchestrator", status="SERVING", address="self", latency_ms=0.0,

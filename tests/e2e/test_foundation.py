@@ -45,6 +45,12 @@ def test_each_service_answers_through_envoy(client):
     services = {s["name"]: s["status"] for s in health.json()["services"]}
     assert services == {"orchestrator": "SERVING", "rag": "SERVING", "nlp": "SERVING", "graph": "SERVING"}
     assert health.json()["status"] == "SERVING"
+    from services.models.cpu_features import cpu_features
+
+    model = health.json()["embedding_model"]  # the CPU's int8 path is on record beside the model's identity
+    assert model["runtime"] == "onnx-int8" and "/int8u8-smooth-" in model["identity"], model
+    assert (model["int8_path"], model["vnni"]) == (cpu_features().int8_path, cpu_features().vnni), model
+    assert model["kernel_check"] in ("passed", "not_run"), model
 
 
 def test_server_stream_is_sse_and_ends_with_terminal_event(client):

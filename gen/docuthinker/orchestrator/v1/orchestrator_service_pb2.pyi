@@ -542,11 +542,33 @@ class ServiceHealth(_message.Message):
     def __init__(self, name: _Optional[str] = ..., status: _Optional[str] = ..., address: _Optional[str] = ..., latency_ms: _Optional[float] = ..., detail: _Optional[str] = ..., supervisor_state: _Optional[str] = ..., restarts: _Optional[int] = ..., last_exit: _Optional[str] = ...) -> None: ...
 
 class GetHealthResponse(_message.Message):
-    __slots__ = ("status", "services", "time")
+    __slots__ = ("status", "services", "time", "embedding_model")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     SERVICES_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
     status: str
     services: _containers.RepeatedCompositeFieldContainer[ServiceHealth]
     time: _timestamp_pb2.Timestamp
-    def __init__(self, status: _Optional[str] = ..., services: _Optional[_Iterable[_Union[ServiceHealth, _Mapping]]] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    embedding_model: EmbeddingModelHealth
+    def __init__(self, status: _Optional[str] = ..., services: _Optional[_Iterable[_Union[ServiceHealth, _Mapping]]] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., embedding_model: _Optional[_Union[EmbeddingModelHealth, _Mapping]] = ...) -> None: ...
+
+class EmbeddingModelHealth(_message.Message):
+    __slots__ = ("identity", "runtime", "cpu_model", "cpu_flags", "vnni", "int8_path", "kernel_check", "kernel_min_cosine")
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_FIELD_NUMBER: _ClassVar[int]
+    CPU_MODEL_FIELD_NUMBER: _ClassVar[int]
+    CPU_FLAGS_FIELD_NUMBER: _ClassVar[int]
+    VNNI_FIELD_NUMBER: _ClassVar[int]
+    INT8_PATH_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_CHECK_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_MIN_COSINE_FIELD_NUMBER: _ClassVar[int]
+    identity: str
+    runtime: str
+    cpu_model: str
+    cpu_flags: _containers.RepeatedScalarFieldContainer[str]
+    vnni: bool
+    int8_path: str
+    kernel_check: str
+    kernel_min_cosine: float
+    def __init__(self, identity: _Optional[str] = ..., runtime: _Optional[str] = ..., cpu_model: _Optional[str] = ..., cpu_flags: _Optional[_Iterable[str]] = ..., vnni: _Optional[bool] = ..., int8_path: _Optional[str] = ..., kernel_check: _Optional[str] = ..., kernel_min_cosine: _Optional[float] = ...) -> None: ...
