@@ -205,7 +205,7 @@ def small_items(mesh, client: httpx.Client) -> dict:
     kept = False
     if reply.status_code == 200:
         document = reply.json()["result"]["document"]
-        text = client.get(f"/v1/documents/{document['documentId']}/text", headers=NEIGHBOUR)
+        text = client.get(f"/v1/documents/{document['document_id']}/text", headers=NEIGHBOUR)
         kept = text.status_code == 200 and "licence renewed in 2031" in text.text
     counts["docx_entity"] = {"status": reply.status_code, "text_after_entity_kept": kept}
 

@@ -161,9 +161,7 @@ class ParserPool:
         with self._lock:
             missing = self.config.workers - len(self._idle)
         for _ in range(missing):
-            worker = self._start()
-            with self._lock:
-                self._idle.append(worker)
+            self._give_back(self._start())
 
     def close(self) -> None:
         self._closed = True
@@ -261,11 +259,12 @@ class ParserPool:
             return
         retire = (self._closed or worker.jobs >= self.config.recycle_jobs
                   or worker.rss_mb() > self.config.recycle_rss_mb)
-        if retire:
-            worker.stop()
-            return
         with self._lock:
-            self._idle.append(worker)
+            keep = not retire and len(self._idle) < self.config.workers  # a start-up race may have made extras
+            if keep:
+                self._idle.append(worker)
+        if not keep:
+            worker.stop()
 
 
 def cpu_refusal(what: str, limit_s: float, reason: str, **metadata: str) -> InvalidArgument:
