@@ -12,6 +12,7 @@ from typing import Any
 from services.graph.cypher_guard import check_read_only
 from services.graph.entity_resolution import entity_key
 from services.graph.query_cost import check_generated_items
+from services.graph.query_sizes import check_value_sizes
 from services.graph.query_params import validate_params
 from services.graph.settings import GraphSettings
 from services.graph.store import DeleteResult, EntityView, GraphStats, GraphStore, QueryResult, RelatedDocument
@@ -80,6 +81,8 @@ class KnowledgeGraph:
         checked = check_read_only(cypher, self._settings.query_max_chars)
         typed = validate_params(params, checked.parameters)
         check_generated_items(checked.cypher, typed, self._settings.query_max_range_items)
+        check_value_sizes(checked.cypher, typed, self._settings.query_max_value_items,
+                          self._settings.ladybug_buffer_pool_mb * 1024 * 1024 // 8)
         rows = min(limit or self._settings.query_default_rows, self._settings.query_max_rows)
         return await self.store.query(tenant, checked.cypher, typed, rows, self._query_timeout())
 

@@ -24,11 +24,13 @@ import asyncio
 import collections
 import pathlib
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import ladybug
+import psutil
 
 from services.graph import statements as q
 from services.graph.related import RANK_SLACK, assemble
@@ -146,6 +148,7 @@ class LadybugGraphStore:
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ladybug")
         # Fewer slots than executor threads, so running user queries never hold up upserts and reads.
         self._query_slots = asyncio.Semaphore(min(settings.query_concurrency, 6))
+        self._memory = _MemoryWatch(settings.query_memory_mb)
 
     # -- tenant databases ------------------------------------------------------------
     def _acquire(self, tenant: str) -> _TenantDatabase:
@@ -228,7 +231,7 @@ class LadybugGraphStore:
                 "the graph was busy with other queries until the deadline", reason="QUERY_TIMEOUT"
             ) from None
         remaining = max(deadline - loop.time(), 0.001)
-        handle = _Interruptible()
+        handle = _Interruptible(self._memory)
         threads = self._settings.query_threads
         task = asyncio.ensure_future(
             self._run(tenant, lambda tdb: _user_query(tdb, cypher, dict(params), limit, remaining, handle, threads))
@@ -249,6 +252,7 @@ class LadybugGraphStore:
         self._query_slots.release()
 
     async def close(self) -> None:
+        self._memory.stop()
         await asyncio.get_running_loop().run_in_executor(self._executor, self._close_all)
         self._executor.shutdown(wait=False)
 
@@ -258,23 +262,74 @@ class LadybugGraphStore:
                 self._open.popitem()[1].close()
 
 
-class _Interruptible:
-    """The connection a user query runs on, so the event loop can interrupt it at its deadline."""
+class _MemoryWatch:
+    """Interrupts the running user queries when the process passes ``limit_mb`` resident.
 
-    def __init__(self) -> None:
+    The last line behind ``query_sizes``: that bounds each value a query builds, this the sum of what its
+    rows and operators hold outside the buffer pool (sampled every 20 ms while a user query runs)."""
+
+    def __init__(self, limit_mb: int) -> None:
+        self.limit = limit_mb * 1024 * 1024
+        self._running: set[_Interruptible] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._stopped = False
+        self._process = psutil.Process()
+        if self.limit:
+            threading.Thread(target=self._watch, name="ladybug-memory", daemon=True).start()
+
+    def add(self, handle: _Interruptible) -> None:
+        with self._lock:
+            self._running.add(handle)
+            self._wake.notify()
+
+    def discard(self, handle: _Interruptible) -> None:
+        with self._lock:
+            self._running.discard(handle)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            self._wake.notify()
+
+    def _watch(self) -> None:
+        while True:
+            with self._lock:
+                while not self._running and not self._stopped:
+                    self._wake.wait()
+                if self._stopped:
+                    return
+            if self._process.memory_info().rss > self.limit:
+                with self._lock:
+                    running = list(self._running)
+                for handle in running:
+                    handle.interrupt(memory=True)
+            time.sleep(0.02)
+
+
+class _Interruptible:
+    """The connection a user query runs on, so the event loop can interrupt it at its deadline (and the
+    memory watch when the process grows past its ceiling)."""
+
+    def __init__(self, memory: _MemoryWatch | None = None) -> None:
         self._lock = threading.Lock()
         self._conn: ladybug.Connection | None = None
+        self._memory = memory
         self.interrupted = False
+        self.over_memory = False
 
     def attach(self, conn: ladybug.Connection | None) -> None:
         with self._lock:
             self._conn = conn
             if conn is not None and self.interrupted:
                 raise DeadlineExceeded("query exceeded its time limit", reason="QUERY_TIMEOUT")
+        if self._memory is not None:
+            (self._memory.add if conn is not None else self._memory.discard)(self)
 
-    def interrupt(self) -> None:
+    def interrupt(self, memory: bool = False) -> None:
         with self._lock:
             self.interrupted = True
+            self.over_memory = self.over_memory or memory
             if self._conn is not None:
                 self._conn.interrupt()
 
@@ -300,6 +355,12 @@ def _user_query(
         finally:
             _rollback(conn)
     except RuntimeError as exc:
+        if handle.over_memory:
+            raise InvalidArgument(
+                "query refused: the graph process passed its memory ceiling while it ran", reason="QUERY_TOO_LARGE",
+                metadata={"setting": "DOCUTHINKER_GRAPH_QUERY_MEMORY_MB"},
+                violations=[FieldViolation("cypher", "add LIMIT, aggregate earlier or build smaller lists")],
+            ) from exc
         raise _query_error(exc) from exc
     except (TypeError, ValueError) as exc:  # a parameter value the engine cannot type (e.g. [1, "a"])
         raise InvalidArgument(

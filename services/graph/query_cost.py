@@ -46,7 +46,7 @@ def check_generated_items(cypher: str, params: Mapping[str, Any], max_items: int
 
 def _is_generator_call(tokens: list[Token], index: int) -> bool:
     token = tokens[index]
-    if token.kind is not Kind.WORD or token.text.lower() not in GENERATORS:
+    if token.kind not in (Kind.WORD, Kind.QUOTED) or token.text.lower() not in GENERATORS:
         return False
     previous = tokens[index - 1] if index else None
     if previous is not None and previous.kind is Kind.SYMBOL and previous.text == ".":

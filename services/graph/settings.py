@@ -25,6 +25,13 @@ class GraphSettings(BaseSettings):
     """Longest Cypher text QueryGraph accepts."""
     query_max_range_items: int = Field(default=1_000_000, ge=1)
     """Most items the ``range()`` calls of one query may generate (nested ranges multiply); more is INVALID_ARGUMENT."""
+    query_max_value_items: int = Field(default=1_000_000, ge=1)
+    """Largest value one expression of a query may build, bounded on the parsed query before it runs
+    (``query_sizes``: list items and string characters, nested ones included; ``+`` chains, splits, repeats,
+    comprehensions); more is INVALID_ARGUMENT ``QUERY_TOO_LARGE``."""
+    query_memory_mb: int = Field(default=900, ge=0)
+    """Resident memory of the graph process past which the user queries running are interrupted and refused
+    (``QUERY_TOO_LARGE``), LadybugDB only; 0: not watched."""
     query_concurrency: int = Field(default=2, ge=1)
     """User queries run at once per graph process; others wait (within their deadline) for a free slot."""
     query_threads: int = Field(default=1, ge=1)

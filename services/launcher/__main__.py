@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = MeshSettings()
     launcher = LauncherSettings()
     ceiling = MemoryCeiling(launcher.memory_max_mb)
+    stale = ceiling.remove_stale()  # a launcher killed with SIGKILL could not remove its cgroups
+    if stale:
+        print(f"removed {len(stale)} memory cgroups left by a launcher that was killed: {', '.join(stale)}")
     try:
         mesh = Mesh(data_dir=settings.data_dir, log_dir=settings.log_dir, memory_ceiling=ceiling,
                     replicas=launcher.replicas if args.replicas is None else args.replicas)

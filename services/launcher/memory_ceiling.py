@@ -39,6 +39,16 @@ def _own_cgroup() -> tuple[pathlib.Path, str] | None:
     return None
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _read(path: pathlib.Path) -> str:
     try:
         return path.read_text()
@@ -53,6 +63,7 @@ class MemoryCeiling:
         self.limit_mb = limit_mb
         self.reason = ""
         self._dirs: dict[str, pathlib.Path] = {}
+        self._family = prefix
         self._prefix = f"{prefix}-{os.getpid()}"
         found = _own_cgroup() if limit_mb > 0 else None
         if limit_mb <= 0:
@@ -94,6 +105,30 @@ class MemoryCeiling:
             if match:
                 return int(match.group(1))
         return 0
+
+    def remove_stale(self) -> list[str]:
+        """Removes the cgroups a launcher that is gone left behind (it was SIGKILLed, so its ``remove`` never
+        ran): ``<prefix>-<pid>-<child>`` under this launcher's own cgroup whose pid is no live process. One
+        that still holds processes (children that outlived their launcher) is left, and named in the log
+        line the launcher prints. Returns the names removed."""
+        if not self.available:
+            return []
+        removed: list[str] = []
+        pattern = re.compile(rf"^{re.escape(self._family)}-(\d+)-")
+        try:
+            entries = list(self._base.iterdir())
+        except OSError:
+            return []
+        for directory in entries:
+            match = pattern.match(directory.name)
+            if not match or not directory.is_dir() or _alive(int(match.group(1))):
+                continue
+            try:
+                directory.rmdir()  # only an empty cgroup can go: its processes are gone
+            except OSError:
+                continue
+            removed.append(directory.name)
+        return removed
 
     def remove(self) -> None:
         """Removes the (empty) cgroups once every child has exited."""

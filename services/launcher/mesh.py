@@ -29,6 +29,7 @@ from services.launcher.memory_ceiling import MemoryCeiling
 from services.launcher.probes import free_port, grpc_serving, healthy_clusters, http_serving
 from services.graph.settings import GraphSettings
 from services.runtime import mesh_auth
+from services.runtime.data_dir import make_private, private_umask
 from services.runtime.config import SERVICE_NAMES, MeshSettings, settings_from_env
 from services.storage import local_server
 from services.storage.settings import StorageSettings
@@ -274,7 +275,8 @@ class Mesh:
         self._wait(lambda: self._admin_ready(), "gateway")
 
     def start(self) -> Mesh:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_umask()  # the children inherit it; logs, tokens and data are the owner's alone
+        make_private(self.data_dir)
         # The postgres backend without a DSN: a local PostgreSQL (pgserver) the services share.
         self.postgres = local_server.start_for_mesh(self.env, self.data_dir)
         self.token = self.local_auth.prepare()

@@ -18,6 +18,7 @@ from services.rag.graph_sync.port import DisabledGraphSync, GraphSync
 from services.rag.ingest.chunking import ChunkerConfig
 from services.rag.ingest.embedding import TextEmbedder
 from services.rag.ingest.ocr import OcrConfig, reader_from
+from services.rag.ingest.parser_pool import ParserPool, ParserPoolConfig
 from services.rag.ingest.parsers import AudioReader, ParseLimits
 from services.rag.ingest.pipeline import IngestionPipeline, PipelineConfig
 from services.rag.keyword_refresh import KeywordRefresher
@@ -50,7 +51,13 @@ def pipeline_config(settings: RagSettings, max_upload_bytes: int,
             table_block_chars=settings.chunk_size,
             max_record_chars=settings.max_record_chars,
             max_chunks=settings.max_chunks_per_document,
+            max_page_content_bytes=settings.pdf_max_page_content_bytes,
+            max_page_operators=settings.pdf_max_page_operators,
+            max_page_chars=settings.pdf_max_page_chars,
+            max_content_bytes=settings.pdf_max_content_bytes,
+            max_operators=settings.pdf_max_operators,
         ),
+        parsers=parser_pool(settings),
         ocr=reader_from(OcrConfig(
             enabled=settings.ocr_enabled,
             languages=settings.ocr_languages,
@@ -66,6 +73,16 @@ def pipeline_config(settings: RagSettings, max_upload_bytes: int,
         audio=audio,
         lease_s=settings.ingest_lease_s,
     )
+
+
+def parser_pool(settings: RagSettings) -> ParserPool | None:
+    if not settings.parser_isolation:
+        return None
+    return ParserPool(ParserPoolConfig(
+        workers=settings.parser_workers, memory_mb=settings.parser_memory_mb, page_cpu_s=settings.parser_page_cpu_s,
+        document_cpu_s=settings.parser_document_cpu_s, recycle_rss_mb=settings.parser_recycle_rss_mb,
+        recycle_jobs=settings.parser_recycle_jobs,
+    ))
 
 
 @dataclass
@@ -127,6 +144,8 @@ class RagRuntime:
 
     async def close(self) -> None:
         await self.pipeline.close()
+        if self.pipeline.parsers is not None:
+            await asyncio.to_thread(self.pipeline.parsers.close)
         await self.refresher.close()
         await asyncio.to_thread(self.vectors.flush)
         await asyncio.to_thread(self.metadata.close)

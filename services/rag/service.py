@@ -79,6 +79,7 @@ class RagService:
         self.transcriber: WhisperTranscriber | None = None
         self.speech_task: asyncio.Task | None = None
         self.spacy_task: asyncio.Future | None = None
+        self.parsers_task: asyncio.Future | None = None
         self.graph: GraphLink | None = None
         self.servicer: RagServicer | None = None
         self.runtime: RagRuntime | None = None
@@ -112,6 +113,8 @@ class RagService:
         self.warmer = SentenceWarmer(sentence_cache, busy=lambda: runtime.pipeline.busy or answers.busy,
                                      analyse=spans.warm)
         self.spacy_task = asyncio.ensure_future(asyncio.to_thread(spans.warm, ()))  # spaCy's first load, off the first question
+        if runtime.pipeline.parsers is not None:  # parser workers started ahead of the first upload
+            self.parsers_task = asyncio.ensure_future(asyncio.to_thread(runtime.pipeline.parsers.warm))
         runtime.pipeline.on_indexed = self.warmer.notify
         spoken = SpokenQuestions(answers, self.transcriber, self.speech.max_question_seconds)
         self.speech_task = asyncio.get_running_loop().create_task(warm_up(self.transcriber))
@@ -136,7 +139,7 @@ class RagService:
             await self.servicer.analysis.close()
         if self.warmer is not None:
             await self.warmer.close()
-        for task in (self.speech_task, self.spacy_task):
+        for task in (self.speech_task, self.spacy_task, self.parsers_task):
             if task is not None:
                 await asyncio.gather(task, return_exceptions=True)
         if self.graph is not None:

@@ -41,6 +41,34 @@ class RagSettings(BaseSettings):
     max_tenant_chunks: int = Field(default=2_000_000, ge=0)
     """Chunks one tenant may hold over all its documents; an upload past it is refused (RESOURCE_EXHAUSTED,
     TENANT_CHUNK_QUOTA: delete documents first). 0: no quota."""
+    pdf_max_page_content_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    """Decompressed content-stream bytes of one PDF page (forms counted as often as drawn); more refuses
+    the document before PDFium reads the page (INVALID_ARGUMENT, PDF_PAGE_CONTENT_TOO_LARGE)."""
+    pdf_max_page_operators: int = Field(default=1_000_000, ge=1000)
+    """Drawing and text operators of one PDF page (PDF_PAGE_TOO_MANY_OPERATORS)."""
+    pdf_max_page_chars: int = Field(default=400_000, ge=1000)
+    """Characters shown by one PDF page's text operators (PDF_PAGE_TOO_MUCH_TEXT)."""
+    pdf_max_content_bytes: int = Field(default=512 * 1024 * 1024, ge=1024)
+    """Decompressed content-stream bytes of a whole PDF (PDF_CONTENT_TOO_LARGE)."""
+    pdf_max_operators: int = Field(default=20_000_000, ge=1000)
+    """Drawing and text operators of a whole PDF (PDF_TOO_MANY_OPERATORS)."""
+    parser_isolation: bool = True
+    """Parse documents (all but recordings) in worker processes under memory and CPU limits
+    (``ingest.parser_pool``); off: in the service's own process, without those limits."""
+    parser_workers: int = Field(default=2, ge=1, le=64)
+    """Parser worker processes: documents parsed at once."""
+    parser_memory_mb: int = Field(default=1024, ge=0)
+    """Memory one parser worker may take for a document beyond what it holds idle (its address-space
+    limit); a document needing more is refused (PARSER_MEMORY_LIMIT, or PARSER_CRASHED when the parser
+    library dies of it). 0: no limit."""
+    parser_page_cpu_s: float = Field(default=20.0, gt=0)
+    """CPU seconds one PDF page may take to read (PDF_PAGE_CPU_LIMIT)."""
+    parser_document_cpu_s: float = Field(default=300.0, gt=0)
+    """CPU seconds one document may take to parse, OCR's Tesseract processes aside (PARSE_CPU_LIMIT)."""
+    parser_recycle_rss_mb: int = Field(default=400, ge=64)
+    """A parser worker holding more memory than this after a document exits (its memory returns)."""
+    parser_recycle_jobs: int = Field(default=500, ge=1)
+    """Documents after which a parser worker exits and a fresh one takes its place."""
     max_image_pixels: int = Field(default=60_000_000, ge=1_000_000)
     """Pixels of one page image (an uploaded image's frame, a scanned PDF page rendered for OCR)."""
     ocr_enabled: bool = True

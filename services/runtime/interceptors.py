@@ -128,7 +128,8 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             else request_context.USER,
         )
 
-    def _log(self, method: str, ctx, code: str, started: float, exc: BaseException | None = None) -> None:
+    def _log(self, method: str, ctx, code: str, started: float, exc: BaseException | None = None,
+             **extra: object) -> None:
         elapsed = time.perf_counter() - started
         fields = {
             "service": self._service,
@@ -137,8 +138,12 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             "duration_ms": round(elapsed * 1000, 2),
             "request_id": ctx.request_id if ctx else None,
             "tenant": ctx.tenant if ctx else None,
+            **extra,
         }
-        if exc is not None and not isinstance(exc, DomainError):
+        if code == "CANCELLED":
+            # The caller went away (a closed connection, its own deadline or cancel): one line, as for any end.
+            log.info("rpc cancelled by the client", extra={"fields": fields})
+        elif exc is not None and not isinstance(exc, DomainError):
             log.error("rpc failed", extra={"fields": fields}, exc_info=exc)
         else:
             log.info("rpc", extra={"fields": fields})
@@ -178,6 +183,10 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
                 code = "ABORTED_BY_HANDLER"
                 self._log(method, ctx, code, started)
                 raise
+            except asyncio.CancelledError:
+                code = "CANCELLED"
+                self._log(method, ctx, code, started)
+                raise
             except NotImplementedError:
                 exc = _unimplemented(method)
                 code = exc.code.name
@@ -213,6 +222,11 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
                 self._log(method, ctx, code, started)
             except grpc.aio.AbortError:
                 code = "ABORTED_BY_HANDLER"
+                self._log(method, ctx, code, started, sent=sent)
+                raise
+            except (asyncio.CancelledError, GeneratorExit):
+                code = "CANCELLED"
+                self._log(method, ctx, code, started, sent=sent)
                 raise
             except Exception as exc:  # noqa: BLE001
                 if isinstance(exc, NotImplementedError):

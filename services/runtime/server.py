@@ -21,6 +21,7 @@ from grpc_reflection.v1alpha import reflection
 from services.runtime import keepalive, logs, mesh_auth, metrics, tracing
 from services.runtime.clients import ChannelPool
 from services.runtime.config import MeshSettings
+from services.runtime.data_dir import make_private, private_umask
 from services.runtime.interceptors import ServerInterceptor
 
 log = logging.getLogger("docuthinker.server")
@@ -120,6 +121,8 @@ async def _serve(binding: ServiceBinding, settings: MeshSettings) -> None:
 def serve(make_binding: Callable[[MeshSettings], ServiceBinding], settings: MeshSettings | None = None) -> None:
     """Entry point of a service process."""
     settings = settings or MeshSettings()
+    private_umask()  # before anything is written: data, sockets, logs
+    make_private(settings.data_dir)
     binding = make_binding(settings)
     logs.configure(binding.name, settings.log_level)
     asyncio.run(_serve(binding, settings))

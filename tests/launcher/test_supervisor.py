@@ -142,3 +142,24 @@ def test_a_child_past_its_memory_ceiling_is_killed_alone_and_counted():
 def test_a_zero_ceiling_is_off():
     ceiling = MemoryCeiling(limit_mb=0)
     assert not ceiling.available and ceiling.prepare("rag") is None and ceiling.oom_kills("rag") == 0
+
+
+def test_cgroups_a_killed_launcher_left_are_removed_at_the_next_start():
+    if os.geteuid() != 0:
+        pytest.skip("memory cgroups need root; make run and CI run as root")
+    # A launcher that was SIGKILLed: its pid is no live process, its cgroups are still there.
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = MemoryCeiling(limit_mb=64)
+    assert dead.available, dead.reason
+    dead._prefix = f"docuthinker-{gone.pid}"  # noqa: SLF001 - what that launcher named them
+    left = [dead.prepare("rag"), dead.prepare("graph")]
+    live = MemoryCeiling(limit_mb=64)
+    mine = live.prepare("nlp")  # this launcher's own, in use
+    try:
+        removed = MemoryCeiling(limit_mb=64).remove_stale()
+        assert sorted(removed) == sorted(p.name for p in left)
+        assert not any(p.exists() for p in left) and mine.exists()
+    finally:
+        live.remove()
+        dead.remove()

@@ -20,7 +20,9 @@ def open_runtime(tmp_path: pathlib.Path, storage):
     opened: list[RagRuntime] = []
 
     def factory(embedder=None, **settings) -> RagRuntime:
-        defaults = {"keyword_refresh_delay_s": 0.0, "embed_progress_every": 4}
+        # In-process parsing unless a test asks for the worker processes (test_parser_isolation.py does):
+        # each worker costs about a CPU second to start.
+        defaults = {"keyword_refresh_delay_s": 0.0, "embed_progress_every": 4, "parser_isolation": False}
         runtime = RagRuntime.open(
             tmp_path, RagSettings(**{**defaults, **settings}), MAX_UPLOAD, embedder or HashEmbedder(),
             storage=storage,
@@ -30,6 +32,8 @@ def open_runtime(tmp_path: pathlib.Path, storage):
 
     yield factory
     for runtime in opened:
+        if runtime.pipeline.parsers is not None:
+            runtime.pipeline.parsers.close()
         try:
             runtime.metadata.close()
         except Exception:  # noqa: BLE001 - already closed

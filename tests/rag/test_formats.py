@@ -86,3 +86,25 @@ def test_declared_content_type_is_kept_only_when_it_matches() -> None:
     assert validate_upload("a.csv", "application/x-www-form-urlencoded", b"a,b", MB).content_type == "text/csv"
     assert validate_upload("a.csv", "application/csv", b"a,b", MB).content_type == "application/csv"
     assert validate_upload("", "text/markdown", b"# x", MB).filename == "upload.md"
+
+
+FORM = (b"--------------------------d74496d66958873e\r\n"
+        b'Content-Disposition: form-data; name="file"; filename="notes.txt"\r\n'
+        b"Content-Type: text/plain\r\n\r\nThe quarterly figures.\r\n"
+        b"--------------------------d74496d66958873e--\r\n")
+
+
+@pytest.mark.parametrize("content_type", [
+    "multipart/form-data; boundary=------------------------d74496d66958873e",  # what curl -F declares
+    "text/plain",  # a client that declared the wrong type
+    "",
+])
+def test_a_multipart_form_body_is_refused_not_stored_as_text(content_type: str) -> None:
+    with pytest.raises(DomainError) as caught:
+        validate_upload("notes.txt", content_type, FORM, 1 << 20)
+    assert (caught.value.code, caught.value.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "MULTIPART_NOT_SUPPORTED")
+
+
+def test_text_that_mentions_form_data_is_still_text() -> None:
+    text = b"Our API accepts\r\nContent-Disposition: form-data headers in multipart bodies.\n"
+    assert validate_upload("notes.txt", "text/plain", text, 1 << 20).file_type is FileType.TEXT

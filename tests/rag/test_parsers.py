@@ -227,3 +227,38 @@ class TestText:
     def test_text_limit(self) -> None:
         error = _error(b"word " * 1000, FileType.TEXT, ParseLimits(max_text_chars=100))
         assert (error.code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "TOO_MUCH_TEXT")
+
+
+def _docx_with_entity(declaration: str, run_text: str) -> bytes:
+    """A DOCX whose document part declares an internal DTD entity and uses it inside a run."""
+    import io
+    import zipfile
+
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("MARKER")
+    blank = io.BytesIO()
+    document.save(blank)
+    source = zipfile.ZipFile(blank)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "word/document.xml":
+                xml = data.decode().replace("?>", f"?>\n<!DOCTYPE w:document [{declaration}]>", 1)
+                data = xml.replace("MARKER", run_text).encode()
+            target.writestr(item, data)
+    return out.getvalue()
+
+
+def test_text_after_an_unexpanded_entity_in_a_docx_run_is_kept() -> None:
+    data = _docx_with_entity('<!ENTITY company "Acme Corp">', "Signed by &company; on behalf of the board")
+    text = parse(data, FileType.DOCX, ParseLimits()).sections[0].text
+    assert text == "Signed by Acme Corp on behalf of the board"  # was "Signed by"
+
+
+def test_an_entity_that_nests_others_is_dropped_not_expanded() -> None:
+    laughs = '<!ENTITY a "lol"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">'
+    text = parse(_docx_with_entity(laughs, "before &b; after"), FileType.DOCX, ParseLimits()).sections[0].text
+    assert " ".join(text.split()) == "before after"

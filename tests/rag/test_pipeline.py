@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 
 import grpc
 import pytest
 
+from services.rag.ingest import preparation
 from services.rag.documents import DocumentStatus, IngestOutcome, IngestProgress, IngestStage, document_id_for
 from services.runtime.errors import DomainError
 
@@ -290,3 +292,74 @@ async def test_an_ocr_failure_after_the_stream_started_is_reported_in_it_and_sto
     assert (caught.value.code, caught.value.reason) == (grpc.StatusCode.DEADLINE_EXCEEDED, "OCR_TIMEOUT")
     assert runtime.metadata.count_documents("acme") == 0
 
+
+
+def _gate_parsing(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Parsing waits on ``release`` after setting ``entered``: a service that dies there died parsing."""
+    entered, release = threading.Event(), threading.Event()
+    real = preparation.parse_or_refuse
+
+    def gated(*args, **kwargs):
+        entered.set()
+        release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(preparation, "parse_or_refuse", gated)
+    return entered, release
+
+
+async def test_a_document_whose_parse_was_interrupted_twice_is_not_resumed(open_runtime, monkeypatch) -> None:
+    entered, release = _gate_parsing(monkeypatch)
+    runtime = open_runtime()
+    upload = asyncio.create_task(_upload(runtime))
+    await asyncio.to_thread(entered.wait, 10)
+    await runtime.pipeline.close()  # the service dies while parsing (once)
+    with pytest.raises(DomainError):
+        await upload
+    (stuck,) = runtime.metadata.list_documents("acme", 10)
+    assert stuck.status is DocumentStatus.PARSING
+    runtime.metadata.close()
+
+    entered.clear()
+    restarted = open_runtime()
+    sweep = asyncio.create_task(restarted.pipeline.resume_unfinished())
+    await asyncio.to_thread(entered.wait, 10)
+    await restarted.pipeline.close()  # and again, resuming it
+    await sweep
+    assert restarted.metadata.parse_attempts("acme", stuck.document_id) == 2
+    restarted.metadata.close()
+
+    entered.clear()
+    third = open_runtime()
+    await third.pipeline.resume_unfinished()
+    assert not entered.is_set()  # not parsed a third time
+    record = third.metadata.get_document("acme", stuck.document_id)
+    assert record.status is DocumentStatus.FAILED and "interrupted 2 times" in record.error_message
+    release.set()
+
+
+async def test_a_parse_that_finishes_clears_its_attempts(open_runtime) -> None:
+    runtime = open_runtime()
+    document = (await _upload(runtime))[-1].document
+    assert runtime.metadata.parse_attempts("acme", document.document_id) == 0
+
+
+async def test_a_refused_document_left_by_a_crash_is_failed_not_parsed_again(open_runtime, monkeypatch) -> None:
+    runtime = open_runtime()
+
+    def crash(record) -> None:
+        raise SystemExit("the service died before it forgot the refused bytes")
+
+    monkeypatch.setattr(runtime.pipeline, "_forget", crash)
+    with pytest.raises(SystemExit):
+        await _upload(runtime, b"%PDF-1.4 not really a pdf", "broken.pdf")
+    (left,) = runtime.metadata.list_documents("acme", 10)
+    runtime.metadata.close()
+
+    entered, release = _gate_parsing(monkeypatch)
+    restarted = open_runtime()
+    await restarted.pipeline.resume_unfinished()
+    assert not entered.is_set()
+    record = restarted.metadata.get_document("acme", left.document_id)
+    assert record.status is DocumentStatus.FAILED and "not a readable PDF" in record.error_message
+    release.set()

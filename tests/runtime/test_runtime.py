@@ -175,3 +175,50 @@ async def test_graceful_stop_reports_not_serving_then_drains(probe):
     await asyncio.sleep(0.05)
     await running.server.stop(2)
     assert (await in_flight).top_keywords[0].keyword == "default"
+
+
+class Hanging(pb_grpc.NlpServiceServicer):
+    """Handlers that wait until the caller gives up."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+
+    async def ComputeAnalytics(self, request, context):
+        self.entered.set()
+        await asyncio.sleep(60)
+        return pb.ComputeAnalyticsResponse()
+
+    async def Analyze(self, request, context):
+        yield pb.AnalyzeResponse(result=pb.OperationResult(operation=pb.OPERATION_ANALYTICS))
+        self.entered.set()
+        await asyncio.sleep(60)
+        yield pb.AnalyzeResponse()
+
+
+async def test_a_call_the_client_cancels_leaves_one_log_line(caplog):
+    servicer = Hanging()
+    running = await create_server(_binding(servicer), MeshSettings(), port=0)
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{running.port}")
+    stub = pb_grpc.NlpServiceStub(channel)
+    try:
+        with caplog.at_level("INFO", logger="docuthinker.rpc"):
+            unary = stub.ComputeAnalytics(pb.ComputeAnalyticsRequest(text="x"))
+            await asyncio.wait_for(servicer.entered.wait(), 10)
+            unary.cancel()
+            servicer.entered.clear()
+            stream = stub.Analyze(pb.AnalyzeRequest(text="x", operations=[pb.OPERATION_ANALYTICS]))
+            await stream.read()
+            await asyncio.wait_for(servicer.entered.wait(), 10)
+            stream.cancel()
+            for _ in range(100):  # the server learns of each cancel asynchronously
+                lines = [r for r in caplog.records if r.getMessage() == "rpc cancelled by the client"]
+                if len(lines) == 2:
+                    break
+                await asyncio.sleep(0.05)
+    finally:
+        await channel.close()
+        await running.stop(0)
+    by_method = {r.fields["method"].rsplit("/", 1)[-1]: r.fields for r in lines}
+    assert set(by_method) == {"ComputeAnalytics", "Analyze"}
+    assert all(f["code"] == "CANCELLED" for f in by_method.values())
+    assert by_method["Analyze"]["sent"] == 1

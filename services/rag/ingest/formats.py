@@ -243,9 +243,29 @@ def check_size(size: int, limit: int) -> None:
         )
 
 
+_FORM_PART = re.compile(rb"\A(?:\r?\n)*--(\S{1,200})\r?\n(?:[!-9;-~]+:[^\r\n]*\r?\n){0,8}?"
+                        rb"content-disposition:\s*form-data", re.IGNORECASE)
+
+
+def check_not_a_form(content_type: str, data: bytes) -> None:
+    """A browser form post (multipart/form-data) is not a document: stored as text it would index its
+    boundaries and part headers, and a binary file inside it would be mangled. Refused whether it is
+    declared or only looks like one (a client that dropped the header)."""
+    declared = _media_type(content_type)
+    if declared.startswith("multipart/") or _FORM_PART.match(data[:4096]):
+        raise InvalidArgument(
+            "the upload is a multipart/form-data body (a form post), not a document: send the file's own bytes "
+            "as the request body (curl --data-binary @file, with ?filename=) ",
+            reason="MULTIPART_NOT_SUPPORTED",
+            metadata={"content_type": declared or "(sniffed)"},
+            violations=[FieldViolation("file", "must be the document's raw bytes, not a multipart form")],
+        )
+
+
 def validate_upload(filename: str, content_type: str, data: bytes, max_bytes: int) -> Upload:
     """Checks everything that can be checked before parsing; raises a domain error otherwise."""
     check_size(len(data), max_bytes)
+    check_not_a_form(content_type, data)
     safe_name = sanitize_filename(filename)
     file_type = detect_type(safe_name, content_type)
     if not safe_name or safe_name.startswith("."):

@@ -47,6 +47,7 @@ from services.rag.graph_sync.port import GraphSync
 from services.rag.ingest.embedding import TextEmbedder, embed_in_groups
 from services.rag.ingest.formats import Upload, validate_upload
 from services.rag.ingest.jobs import IngestJob, StageTimer
+from services.rag.ingest.parser_pool import ParserPool
 from services.rag.ingest.preparation import PipelineConfig, chunk_document, parse_document
 from services.rag.ingest.progress import OcrEvents
 from services.rag.ingest.takeover import HeldLease
@@ -59,6 +60,10 @@ from services.runtime.errors import Aborted, DomainError, FailedPrecondition, No
 __all__ = ["IngestionPipeline", "PipelineConfig"]
 
 log = logging.getLogger("docuthinker.rag.ingest")
+
+MAX_PARSE_ATTEMPTS = 2
+"""Parses of one document begun and never finished (the service died reading it) before a restart stops
+resuming it: the document goes FAILED with the reason instead of crash-looping the service."""
 
 
 def deleted_during_ingestion(document_id: str) -> Aborted:
@@ -95,6 +100,11 @@ class IngestionPipeline:
     @property
     def embedder(self) -> TextEmbedder:
         return self._embedder_factory()
+
+    @property
+    def parsers(self) -> ParserPool | None:
+        """The parser worker processes (None: documents are parsed in this process)."""
+        return self._config.parsers
 
     @property
     def busy(self) -> bool:
@@ -242,6 +252,14 @@ class IngestionPipeline:
             record = await asyncio.to_thread(self._metadata.get_document, claimed.tenant, claimed.document_id)
             if record is None or record.status in (DocumentStatus.READY, DocumentStatus.FAILED):
                 return
+            attempts = await asyncio.to_thread(self._metadata.parse_attempts, record.tenant, record.document_id)
+            if attempts >= MAX_PARSE_ATTEMPTS:
+                log.warning("not resumed: its parse was interrupted before", extra={"fields": {
+                    "document_id": record.document_id, "tenant": record.tenant, "parse_attempts": attempts}})
+                await self._mark_failed(record, record.error_message or (
+                    f"reading this document was interrupted {attempts} times (its parser or the service died while "
+                    "parsing it); it is not resumed again"))
+                return
             data = await asyncio.to_thread(self._blobs.get, record.tenant, record.content_sha256)
             if data is None or not enabled:
                 why = "original bytes missing" if data is None else "resume on startup is disabled"
@@ -249,7 +267,8 @@ class IngestionPipeline:
                 return
             log.info("resuming interrupted ingestion", extra={"fields": {
                 "document_id": record.document_id, "tenant": record.tenant, "status": record.status.name}})
-            await self._ingest(record, data, job, lease, forget_on_bad_input=True)
+            # Refused now (a limit, a format error): FAILED with the reason, never left for another resume.
+            await self._ingest(record, data, job, lease, forget_on_bad_input=False)
 
     async def _follow(self, record: DocumentRecord) -> DocumentRecord:
         """Waits for the replica that took the document over; its READY record. Raises what happened
@@ -279,8 +298,7 @@ class IngestionPipeline:
         ocr = OcrEvents(record, job, asyncio.get_running_loop())
         try:
             # Each status is written in the worker thread that runs its stage, before it: one hop per stage.
-            parsed = await parse_document(self._config, record, data, ocr,
-                                          before=lambda: self._claim_status(record, DocumentStatus.PARSING))
+            parsed = await parse_document(self._config, record, data, ocr, before=lambda: self._begin_parse(record))
             timings.lap("parse_ms")
             chunks = await asyncio.to_thread(self._chunk, record, parsed)
             timings.lap("chunk_ms")
@@ -290,7 +308,13 @@ class IngestionPipeline:
             if not await self._still_held(record):
                 raise LeaseLost(record.document_id) from exc
             domain_metrics.DOCUMENTS_INGESTED.labels("rejected", record.file_type).inc()
+            log.info("document refused", extra={"fields": {
+                "document_id": record.document_id, "tenant": record.tenant, "reason": exc.reason}})
             if forget_on_bad_input:
+                # The refusal is written first (the lease kept): a crash before the bytes are forgotten leaves a
+                # document that the next resume marks FAILED with this reason instead of parsing it again.
+                await asyncio.to_thread(self._metadata.update_claimed, record.tenant, record.document_id,
+                                        error_message=exc.message[:2000], parse_attempts=MAX_PARSE_ATTEMPTS)
                 await asyncio.to_thread(self._forget, record)
             else:
                 await asyncio.to_thread(self._index.discard, record.tenant, record.document_id, [])
@@ -362,6 +386,11 @@ class IngestionPipeline:
     def _initial_graph_state(self) -> GraphSyncState:
         return GraphSyncState.PENDING if self._graph_sync.enabled else GraphSyncState.DISABLED
 
+    def _begin_parse(self, record: DocumentRecord) -> None:
+        """In a worker thread: PARSING, one more parse attempt counted (``_run_resume`` reads it), or ``LeaseLost``."""
+        if self._metadata.begin_parse(record.tenant, record.document_id) is None:
+            raise LeaseLost(record.document_id)
+
     def _claim_status(self, record: DocumentRecord, status: DocumentStatus) -> None:
         """In a worker thread: writes the stage's status, or raises ``LeaseLost``."""
         if not self._metadata.update_claimed(record.tenant, record.document_id, status=status):
@@ -369,7 +398,9 @@ class IngestionPipeline:
 
     def _chunk(self, record: DocumentRecord, parsed: ParsedDocument) -> list[Chunk]:
         """In a worker thread: CHUNKING, the chunks, then EMBEDDING (the next stage starts with them)."""
-        self._claim_status(record, DocumentStatus.CHUNKING)
+        if not self._metadata.update_claimed(record.tenant, record.document_id, status=DocumentStatus.CHUNKING,
+                                             parse_attempts=0):
+            raise LeaseLost(record.document_id)
         chunks = chunk_document(self._config, record, parsed, self._metadata.count_chunks)
         self._claim_status(record, DocumentStatus.EMBEDDING)
         return chunks

@@ -14,6 +14,8 @@ from services.rag.documents import Chunk, DocumentRecord, ParsedDocument, Proven
 from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
 from services.rag.ingest.formats import FileType, corrupt
 from services.rag.ingest.ocr import OcrProgress, PageReader
+from services.rag.ingest.parser_pool import ParserPool
+from services.rag.ingest.parser_worker import ParseJob
 from services.rag.ingest.parsers import AudioReader, ParseLimits, parse
 from services.rag.ingest.parsers.limits import too_large
 from services.rag.ingest.progress import OcrEvents
@@ -33,6 +35,8 @@ class PipelineConfig:
     """Reads scanned PDF pages and page images; None: such documents are refused."""
     audio: AudioReader | None = None
     """Transcribes audio and video documents; None: they are refused."""
+    parsers: ParserPool | None = None
+    """Worker processes that parse every document but recordings; None: parsed in this process."""
     embed_progress_every: int = 128
     max_tenant_chunks: int = 0
     """Chunks one tenant may hold over all its documents (0: no quota)."""
@@ -53,6 +57,9 @@ async def parse_document(config: PipelineConfig, record: DocumentRecord, data: b
     """In a worker thread, after ``before`` in the same thread (the stage's status write): a recording's on
     the speech pool, so queued ones hold none of the loop's threads."""
     audio = config.audio
+    if config.parsers is not None and record.file_type != FileType.AUDIO.value:
+        job = ParseJob(FileType(record.file_type), data, config.limits, record.document_id, config.ocr)
+        return await config.parsers.parse(job, ocr.on_page, before)
     if audio is None or record.file_type != FileType.AUDIO.value:
         return await asyncio.to_thread(_parse, config, record, data, ocr.on_page, ocr.on_seconds, before)
     call = functools.partial(contextvars.copy_context().run, _parse, config, record, data, ocr.on_page,
@@ -64,15 +71,26 @@ def _parse(config: PipelineConfig, record: DocumentRecord, data: bytes, on_ocr_p
            on_audio: Callable[[float, float, str], None] | None = None,
            before: Callable[[], None] = lambda: None) -> ParsedDocument:
     before()
-    file_type = FileType(record.file_type)
+    return parse_or_refuse(data, FileType(record.file_type), config.limits, record.document_id, config.ocr,
+                           on_ocr_page, config.audio, on_audio)
+
+
+def parse_or_refuse(data: bytes, file_type: FileType, limits: ParseLimits, document_id: str,
+                    ocr: PageReader | None = None, on_ocr_page: OcrProgress | None = None,
+                    audio: AudioReader | None = None, on_audio: Callable[[float, float, str], None] | None = None,
+                    on_page: Callable[[int], None] | None = None) -> ParsedDocument:
+    """``parse``, with whatever a parser library raises on malformed input turned into a domain error
+    (here or in a parser worker process)."""
     try:
-        return parse(data, file_type, config.limits, config.ocr, on_ocr_page, config.audio, on_audio)
+        return parse(data, file_type, limits, ocr, on_ocr_page, audio, on_audio, on_page)
     except DomainError:
         raise
     except RecursionError as exc:
         raise corrupt(file_type, "it is nested too deeply") from exc
+    except MemoryError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a parser library choking on malformed input
-        log.warning("parser failed", exc_info=exc, extra={"fields": {"document_id": record.document_id}})
+        log.warning("parser failed", exc_info=exc, extra={"fields": {"document_id": document_id}})
         raise corrupt(file_type, f"the {file_type.value} parser could not read it ({type(exc).__name__})") from exc
 
 

@@ -66,6 +66,8 @@ class MetadataStore(SqliteLeases):
             if "claimed_by" not in columns:  # a database from before ingestion leases
                 self._conn.execute("ALTER TABLE documents ADD COLUMN claimed_by TEXT")
                 self._conn.execute("ALTER TABLE documents ADD COLUMN lease_until REAL")
+            if "parse_attempts" not in columns:  # a database from before parse attempts were counted
+                self._conn.execute("ALTER TABLE documents ADD COLUMN parse_attempts INTEGER NOT NULL DEFAULT 0")
         with self._tx() as db:
             for statement in RECOUNT_TENANT_CHUNKS:
                 db.execute(statement)
@@ -87,7 +89,8 @@ class MetadataStore(SqliteLeases):
                 f"INSERT INTO documents ({DOC_COLUMNS}, claimed_by, lease_until) VALUES ({placeholders(18)}) "
                 "ON CONFLICT(document_id) DO UPDATE SET filename=excluded.filename, file_type=excluded.file_type, "
                 "content_type=excluded.content_type, status=excluded.status, error_message='', "
-                "update_time=excluded.update_time, claimed_by=excluded.claimed_by, lease_until=excluded.lease_until "
+                "update_time=excluded.update_time, claimed_by=excluded.claimed_by, lease_until=excluded.lease_until, "
+                "parse_attempts=0 "
                 f"WHERE documents.status <> ? AND {CLAIMABLE}",
                 (
                     record.document_id, record.tenant, record.filename, record.file_type, record.content_type,

@@ -17,7 +17,7 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 
-from services.rag.documents import Chunk, DocumentRecord, GraphSyncState, Section, vector_key
+from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Section, vector_key
 from services.rag.store.leases import LeaseLost
 from services.rag.store.rows import (
     KEYWORD_COLUMNS,
@@ -75,7 +75,7 @@ class PostgresMetadataStore:
                 "ON CONFLICT (tenant, document_id) DO UPDATE SET filename=excluded.filename, "
                 "file_type=excluded.file_type, content_type=excluded.content_type, status=excluded.status, "
                 "error_message='', update_time=excluded.update_time, claimed_by=excluded.claimed_by, "
-                f"lease_until=excluded.lease_until WHERE d.status <> %s AND {CLAIMABLE}",
+                f"lease_until=excluded.lease_until, parse_attempts=0 WHERE d.status <> %s AND {CLAIMABLE}",
                 (
                     record.document_id, record.tenant, record.filename, record.file_type, record.content_type,
                     record.content_sha256, record.size_bytes, int(record.status), record.error_message,
@@ -160,6 +160,24 @@ class PostgresMetadataStore:
                 (self.owner, self.lease_s, *TERMINAL),
             ).fetchone()
         return record_from_row(row) if row else None
+
+    def begin_parse(self, tenant: str, document_id: str) -> int | None:
+        """PARSING, one more parse attempt counted (while this replica holds the lease): the attempts so far,
+        or None when it does not hold it."""
+        with self._db.connection() as conn:
+            row = conn.execute(
+                "UPDATE rag_documents SET status=%s, parse_attempts=parse_attempts+1, update_time=%s "
+                "WHERE tenant=%s AND document_id=%s AND claimed_by=%s RETURNING parse_attempts",
+                (int(DocumentStatus.PARSING), time.time(), tenant, document_id, self.owner),
+            ).fetchone()
+        return None if row is None else int(row["parse_attempts"])
+
+    def parse_attempts(self, tenant: str, document_id: str) -> int:
+        """Parses of the document begun and not finished (a parser or a service died while reading it)."""
+        with self._db.connection() as conn:
+            row = conn.execute("SELECT parse_attempts FROM rag_documents WHERE tenant=%s AND document_id=%s",
+                               (tenant, document_id)).fetchone()
+        return int(row["parse_attempts"]) if row else 0
 
     def renew_lease(self, tenant: str, document_id: str) -> bool:
         """Extends this replica's lease; False: it no longer holds it (taken over, or the document is done)."""

@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS documents (
     create_time REAL NOT NULL,
     update_time REAL NOT NULL,
     claimed_by TEXT,
-    lease_until REAL
+    lease_until REAL,
+    parse_attempts INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS documents_newest_first ON documents (tenant, create_time DESC, document_id DESC);
 CREATE INDEX IF NOT EXISTS documents_by_status ON documents (status);
@@ -105,7 +106,7 @@ READY = int(DocumentStatus.READY)
 FAILED = int(DocumentStatus.FAILED)
 TERMINAL = (READY, FAILED)
 UPDATABLE = {"status", "error_message", "page_count", "sheet_names", "chunk_count", "graph_sync", "title",
-              "filename", "content_type", "file_type"}
+              "filename", "content_type", "file_type", "parse_attempts"}
 
 
 def record_from_row(row: sqlite3.Row) -> DocumentRecord:

@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 
-from services.rag.documents import DocumentRecord
+from services.rag.documents import DocumentRecord, DocumentStatus
 from services.rag.store.rows import DOC_COLUMNS, TERMINAL, record_from_row
 
 CLAIMABLE = "(claimed_by IS NULL OR claimed_by = ? OR lease_until < ?)"
@@ -52,6 +52,24 @@ class SqliteLeases:
             db.execute("UPDATE documents SET claimed_by=?, lease_until=? WHERE document_id=?",
                        (self.owner, now + self.lease_s, row["document_id"]))
         return record_from_row(row)
+
+    def begin_parse(self, tenant: str, document_id: str) -> int | None:
+        """PARSING, one more parse attempt counted (while this replica holds the lease): the attempts so far,
+        or None when it does not hold it."""
+        with self._tx() as db:
+            row = db.execute(
+                "UPDATE documents SET status=?, parse_attempts=parse_attempts+1, update_time=? "
+                "WHERE tenant=? AND document_id=? AND claimed_by=? RETURNING parse_attempts",
+                (int(DocumentStatus.PARSING), time.time(), tenant, document_id, self.owner),
+            ).fetchone()
+        return None if row is None else int(row[0])
+
+    def parse_attempts(self, tenant: str, document_id: str) -> int:
+        """Parses of the document begun and not finished (a parser or a service died while reading it)."""
+        with self._lock:
+            row = self._conn.execute("SELECT parse_attempts FROM documents WHERE tenant=? AND document_id=?",
+                                     (tenant, document_id)).fetchone()
+        return int(row[0]) if row else 0
 
     def renew_lease(self, tenant: str, document_id: str) -> bool:
         """Extends this replica's lease; False: it no longer holds it (taken over, or the document is done)."""

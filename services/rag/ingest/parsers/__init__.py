@@ -20,7 +20,7 @@ from services.rag.ingest.parsers.image import parse_image
 from services.rag.ingest.parsers.legacy_excel import parse_xls
 from services.rag.ingest.parsers.limits import ParseLimits
 from services.rag.ingest.parsers.markdown import parse_markdown
-from services.rag.ingest.parsers.pdf import parse_pdf
+from services.rag.ingest.parsers.pdf import PageStart, parse_pdf
 from services.rag.ingest.parsers.opendocument import parse_ods, parse_odt
 from services.rag.ingest.parsers.plaintext import parse_text
 from services.rag.ingest.parsers.presentation import parse_pptx
@@ -51,14 +51,15 @@ _PARSERS: dict[FileType, Callable[[bytes, ParseLimits], ParsedDocument]] = {
 
 def parse(data: bytes, file_type: FileType, limits: ParseLimits, ocr: PageReader | None = None,
           on_ocr_page: OcrProgress | None = None, audio: AudioReader | None = None,
-          on_audio: Progress | None = None) -> ParsedDocument:
+          on_audio: Progress | None = None, on_page: PageStart | None = None) -> ParsedDocument:
     """``ocr`` reads scanned PDF pages and page images (None: OCR is off); ``on_ocr_page(done, total)``
     hears of its progress: once with 0 when it is about to start, then after every page. ``audio``
-    transcribes recordings (None: speech is off); ``on_audio(seconds done, seconds total, language)`` likewise."""
+    transcribes recordings (None: speech is off); ``on_audio(seconds done, seconds total, language)`` likewise.
+    ``on_page(n)`` hears that a PDF's page n is being read (0: no page any more)."""
     if file_type is FileType.AUDIO:
         parsed = parse_audio(data, limits, audio, on_audio)
     elif file_type is FileType.PDF:
-        parsed = parse_pdf(data, limits, ocr, on_ocr_page)
+        parsed = parse_pdf(data, limits, ocr, on_ocr_page, on_page)
     elif file_type is FileType.IMAGE:
         parsed = parse_image(data, limits, ocr, on_ocr_page)
     elif file_type is FileType.EML:

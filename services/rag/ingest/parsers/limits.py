@@ -33,12 +33,25 @@ class ParseLimits:
     """Characters of one CSV/TSV record (a "line"): a multi-megabyte single line is a table no one can read."""
     max_chunks: int = 25_000
     """Chunks one document may become (embedding time grows with them)."""
+    max_page_content_bytes: int = 32 * 1024 * 1024
+    """Decompressed bytes of one PDF page's content streams, the form XObjects it draws counted as often
+    as drawn (``pdf.content_budget``). A dense text page has tens of KB; a detailed map a few MB."""
+    max_page_operators: int = 1_000_000
+    """Drawing and text operators on one PDF page (PDFium builds an object for each)."""
+    max_page_chars: int = 400_000
+    """Characters shown by one PDF page's text operators (PDFium keeps ~200 bytes per character; a dense
+    page shows about 5,000)."""
+    max_content_bytes: int = 512 * 1024 * 1024
+    """Decompressed content-stream bytes of a whole PDF."""
+    max_operators: int = 20_000_000
+    """Drawing and text operators of a whole PDF."""
 
 
-def too_large(what: str, limit: int | float, reason: str) -> InvalidArgument:
-    """A property of the file that no retry changes: INVALID_ARGUMENT (400), never RESOURCE_EXHAUSTED (429)."""
+def too_large(what: str, limit: int | float, reason: str, **metadata: str) -> InvalidArgument:
+    """A property of the file that no retry changes: INVALID_ARGUMENT (400), never RESOURCE_EXHAUSTED (429).
+    ``metadata`` adds to the ErrorInfo (e.g. the page)."""
     return InvalidArgument(
         f"the document exceeds the limit of {limit} {what}",
         reason=reason,
-        metadata={"limit": str(limit)},
+        metadata={"limit": str(limit), **metadata},
     )

@@ -52,6 +52,10 @@ def parse_docx(data: bytes, limits: ParseLimits) -> ParsedDocument:
         raise corrupt(FileType.DOCX, str(exc) or type(exc).__name__) from exc
     except Exception as exc:  # python-docx raises PackageNotFoundError and friends for broken packages
         raise corrupt(FileType.DOCX, str(exc) or type(exc).__name__) from exc
+    for part in document.part.package.iter_parts():
+        element = getattr(part, "element", None)
+        if element is not None:
+            _inline_entities(element)
 
     sections: list[Section] = []
     headers, footers = _margins(document)
@@ -95,6 +99,34 @@ def parse_docx(data: bytes, limits: ParseLimits) -> ParsedDocument:
     if footers:
         sections.append(Section(text="\n\n".join(footers), heading_path=("Footer",)))
     return ParsedDocument(tuple(sections), title=title)
+
+
+_MAX_ENTITY_CHARS = 1024
+
+
+def _inline_entities(root: etree._Element) -> None:
+    """Entity references python-docx's parser leaves unexpanded (it never resolves entities, which is what
+    keeps XXE and "billion laughs" out) become text: a ``<w:t>`` holding one keeps only the text before it
+    as ``.text``, so what followed in the run was lost. A short entity declared in the part's own DTD gives
+    its text, once (never a nested reference); any other is dropped; the text after it stays."""
+    entities = list(root.iter(etree.Entity))
+    if not entities:
+        return
+    dtd = root.getroottree().docinfo.internalDTD
+    declared = {e.name: e.content for e in dtd.iterentities()} if dtd is not None else {}
+    for entity in entities:
+        content = declared.get(entity.name) or ""
+        if len(content) > _MAX_ENTITY_CHARS or "&" in content or "<" in content:
+            content = ""
+        text = content + (entity.tail or "")
+        parent, previous = entity.getparent(), entity.getprevious()
+        if parent is None:
+            continue
+        if previous is not None:
+            previous.tail = (previous.tail or "") + text
+        else:
+            parent.text = (parent.text or "") + text
+        parent.remove(entity)
 
 
 def _margins(document) -> tuple[list[str], list[str]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -24,19 +24,24 @@ from services.rag.ingest.formats import FileType, corrupt
 from services.rag.ingest.ocr import OcrProgress, Page, PageReader, read_pages, too_many_pages, unavailable
 from services.rag.ingest.parsers.cleaning import clean_text
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
+from services.rag.ingest.parsers.pdf.content_budget import check_content_budget
 from services.rag.ingest.parsers.pdf.layout import PageLayer, lay_out_pages, read_layer
 from services.rag.ingest.parsers.reflow import reflow
 from services.rag.ingest.parsers.tables import inline_row_starts
 from services.runtime.errors import FailedPrecondition
 
 _PDFIUM_LOCK = threading.Lock()
+PageStart = Callable[[int], None]
 SCAN_TEXT_CHARS = 40
 """Pages with images and fewer non-space characters of text than this are read by OCR."""
 _ERR_PASSWORD = 4
 
 
 def parse_pdf(data: bytes, limits: ParseLimits, ocr: PageReader | None = None,
-              on_ocr_page: OcrProgress | None = None) -> ParsedDocument:
+              on_ocr_page: OcrProgress | None = None, on_page: PageStart | None = None) -> ParsedDocument:
+    """``on_page(n)`` hears that PDFium starts reading page n (1-based), and ``on_page(0)`` that the
+    page-by-page reading is over (the parser worker times each page's CPU by it)."""
+    check_content_budget(data, limits)  # before PDFium sees a page: it has no bound of its own
     with _PDFIUM_LOCK:
         try:
             document = pdfium.PdfDocument(data)
@@ -49,7 +54,7 @@ def parse_pdf(data: bytes, limits: ParseLimits, ocr: PageReader | None = None,
             raise corrupt(FileType.PDF, str(exc)) from exc
     try:
         with _PDFIUM_LOCK:
-            layers, scanned = _text_layer(document, limits)
+            layers, scanned = _text_layer(document, limits, on_page or _no_page)
         texts = [layer.text for layer in layers]
         if scanned:
             _read_scans(document, texts, scanned, limits, ocr, on_ocr_page)
@@ -69,7 +74,12 @@ def parse_pdf(data: bytes, limits: ParseLimits, ocr: PageReader | None = None,
             document.close()
 
 
-def _text_layer(document: pdfium.PdfDocument, limits: ParseLimits) -> tuple[list[PageLayer], list[int]]:
+def _no_page(number: int) -> None:
+    pass
+
+
+def _text_layer(document: pdfium.PdfDocument, limits: ParseLimits,
+                on_page: PageStart) -> tuple[list[PageLayer], list[int]]:
     """Each page's text layer, and the indexes of the pages that have images but (almost) no text: scans."""
     page_count = len(document)
     if page_count > limits.max_pages:
@@ -78,6 +88,7 @@ def _text_layer(document: pdfium.PdfDocument, limits: ParseLimits) -> tuple[list
     scanned: list[int] = []
     total = 0
     for index in range(page_count):
+        on_page(index + 1)
         page = document[index]
         try:
             textpage = page.get_textpage()
@@ -93,6 +104,7 @@ def _text_layer(document: pdfium.PdfDocument, limits: ParseLimits) -> tuple[list
         if total > limits.max_text_chars:
             raise too_large("extracted characters", limits.max_text_chars, "TOO_MUCH_TEXT")
         layers.append(layer)
+    on_page(0)
     return layers, scanned
 
 
