@@ -89,6 +89,21 @@ def rewrite_member(data: bytes, member: str, transform) -> bytes:
     return out.getvalue()
 
 
+def with_parts_at_root(xlsx: bytes) -> bytes:
+    """The workbook's parts moved out of ``xl/`` to the package root, every reference rewritten to match,
+    as open-data portals write them (valid: Excel finds parts through the relationships, not the folder)."""
+    source = zipfile.ZipFile(io.BytesIO(xlsx))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            body = source.read(info.filename)
+            name = info.filename[3:] if info.filename.startswith("xl/") else info.filename
+            if name.endswith((".rels", ".xml")):
+                body = body.replace(b'"/xl/', b'"/').replace(b'Target="xl/', b'Target="')
+            target.writestr(name, body)
+    return out.getvalue()
+
+
 def with_absurd_dimensions(xlsx: bytes) -> bytes:
     """Declares A1:AMJ1048576 and adds empty rows at the very bottom, like real broken exports."""
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import pathlib
 import subprocess
 import sys
 import time
+import zipfile
 
 import grpc
 import pytest
@@ -13,7 +15,15 @@ import pytest
 from services.rag.ingest.formats import FileType
 from services.rag.ingest.parsers import ParseLimits, parse
 from services.runtime.errors import DomainError
-from .factories import make_docx, make_pdf, make_xlsx, with_absurd_dimensions, with_bomb
+from .factories import (
+    make_docx,
+    make_pdf,
+    make_xlsx,
+    rewrite_member,
+    with_absurd_dimensions,
+    with_bomb,
+    with_parts_at_root,
+)
 
 LIMITS = ParseLimits()
 
@@ -96,7 +106,7 @@ class TestDocx:
 
     def test_a_zip_that_is_not_a_docx(self) -> None:
         error = _error(make_xlsx({"S": [["a"]]}), FileType.DOCX)
-        assert error.reason == "CORRUPT_FILE" and "word/document.xml" in error.message
+        assert error.reason == "CORRUPT_FILE" and "/xl/workbook.xml is not a DOCX document" in error.message
 
 
 class TestXlsx:
@@ -134,6 +144,17 @@ class TestXlsx:
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip() == repr("PN | Qty\nEP1 | 10\nEP2 | 20")
         assert time.perf_counter() - started < 60
+
+    def test_parts_outside_xl_are_found_through_the_relationships(self) -> None:
+        data = with_parts_at_root(make_xlsx({"Bookings": [["BKG_NUM", "CHARGE"], [4894831, "FELONY DUI"]]}))
+        assert "xl/workbook.xml" not in zipfile.ZipFile(io.BytesIO(data)).namelist()
+        parsed = parse(data, FileType.XLSX, LIMITS)
+        assert parsed.sheet_names == ("Bookings",)
+        assert "4894831 | FELONY DUI" in parsed.sections[0].text
+
+    def test_a_package_without_its_main_part_is_corrupt(self) -> None:
+        data = rewrite_member(make_xlsx({"S": [["a"]]}), "_rels/.rels", lambda xml: xml.replace(b"xl/workbook.xml", b"xl/gone.xml"))
+        assert _error(data, FileType.XLSX).reason == "CORRUPT_FILE"
 
     def test_cell_limit(self) -> None:
         data = make_xlsx({"S": [[i, i + 1, i + 2] for i in range(100)]})

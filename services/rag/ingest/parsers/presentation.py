@@ -11,7 +11,7 @@ from pptx.enum.shapes import MSO_SHAPE_TYPE
 
 from services.rag.documents import ParsedDocument, Section
 from services.rag.ingest.formats import FileType, corrupt
-from services.rag.ingest.parsers.archive import open_office_archive
+from services.rag.ingest.parsers.archive import OOXML_MAIN, open_office_archive
 from services.rag.ingest.parsers.cleaning import clean_text, collapse_cell
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
 from services.rag.ingest.parsers.tables import TextBuilder
@@ -20,7 +20,7 @@ NOTES_LABEL = "Speaker notes:"
 
 
 def parse_pptx(data: bytes, limits: ParseLimits) -> ParsedDocument:
-    open_office_archive(data, FileType.PPTX, "ppt/presentation.xml", limits).close()
+    open_office_archive(data, FileType.PPTX, OOXML_MAIN, limits).close()
     try:
         deck = Presentation(io.BytesIO(data))
         slides = list(deck.slides)

@@ -17,7 +17,7 @@ from openpyxl.utils.exceptions import InvalidFileException
 
 from services.rag.documents import ParsedDocument, Section
 from services.rag.ingest.formats import FileType, corrupt
-from services.rag.ingest.parsers.archive import open_office_archive
+from services.rag.ingest.parsers.archive import OOXML_MAIN, open_office_archive
 from services.rag.ingest.parsers.cleaning import collapse_cell
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
 from services.rag.ingest.parsers.tables import table_blocks
@@ -67,7 +67,7 @@ def _rows(worksheet, budget: _Budget):
 
 
 def parse_xlsx(data: bytes, limits: ParseLimits) -> ParsedDocument:
-    open_office_archive(data, FileType.XLSX, "xl/workbook.xml", limits).close()
+    open_office_archive(data, FileType.XLSX, OOXML_MAIN, limits).close()
     try:
         workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     except (InvalidFileException, zipfile.BadZipFile, KeyError, ValueError, TypeError, OSError) as exc:

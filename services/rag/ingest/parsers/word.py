@@ -13,7 +13,7 @@ from lxml import etree
 
 from services.rag.documents import ParsedDocument, Section
 from services.rag.ingest.formats import FileType, corrupt
-from services.rag.ingest.parsers.archive import open_office_archive
+from services.rag.ingest.parsers.archive import OOXML_MAIN, open_office_archive
 from services.rag.ingest.parsers.cleaning import clean_text, collapse_cell
 from services.rag.ingest.parsers.limits import ParseLimits, too_large
 from services.rag.ingest.parsers.tables import TextBuilder, fits_one_block, table_blocks
@@ -45,7 +45,7 @@ def _table_rows(table: Table) -> list[tuple[int, list[str]]]:
 
 
 def parse_docx(data: bytes, limits: ParseLimits) -> ParsedDocument:
-    open_office_archive(data, FileType.DOCX, "word/document.xml", limits).close()
+    open_office_archive(data, FileType.DOCX, OOXML_MAIN, limits).close()
     try:
         document = docx.Document(io.BytesIO(data))
     except (KeyError, ValueError, etree.LxmlError) as exc:
