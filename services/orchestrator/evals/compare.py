@@ -91,7 +91,8 @@ def compare(base: EvalRun, base_results: Sequence[ItemResult], base_totals: Mapp
     items = []
     for item_id in order:
         b, c = before.get(item_id), after.get(item_id)
-        question = (b or c).item.question if (b or c) else ""
+        either = b or c
+        question = either.item.question if either is not None else ""
         items.append(ItemChange(item_id, question, change_of(b, c), b, c))
     counts = {name: sum(1 for i in items if i.change == name) for name in (BETTER, WORSE, SAME, ADDED, REMOVED)}
     left, right = base_totals.get("overall", {}), candidate_totals.get("overall", {})

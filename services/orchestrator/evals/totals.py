@@ -14,13 +14,20 @@ from typing import Any, Protocol
 
 
 class Scored(Protocol):
-    kind: str
-    tags: Sequence[str]
-    answered: bool
-    correct: bool
-    citation_hit: bool
-    seconds: float
+    """A scored item (read-only: the bench's outcomes and a run's results both are one)."""
 
+    @property
+    def kind(self) -> str: ...
+    @property
+    def tags(self) -> Sequence[str]: ...
+    @property
+    def answered(self) -> bool: ...
+    @property
+    def correct(self) -> bool: ...
+    @property
+    def citation_hit(self) -> bool: ...
+    @property
+    def seconds(self) -> float: ...
     @property
     def answerable(self) -> bool: ...
 
