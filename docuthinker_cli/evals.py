@@ -5,6 +5,7 @@ from __future__ import annotations
 import pathlib
 import time
 from typing import Annotated, Any
+from urllib.parse import quote, urlencode
 
 import typer
 from rich.markup import escape
@@ -33,8 +34,9 @@ class Evals:
         return self._gateway._call(method, path, **kwargs)  # noqa: SLF001 - the package's own transport
 
     def upload(self, path: pathlib.Path, name: str = "") -> dict[str, Any]:
-        params = {"filename": path.name, **({"name": name} if name else {})}
-        return self._call("POST", "/v1/eval-sets", params=params, content=path.read_bytes(),
+        # Percent-encoded by hand: httpx writes a space as "+", which the gateway's transcoder keeps as "+".
+        query = urlencode({"filename": path.name, **({"name": name} if name else {})}, quote_via=quote)
+        return self._call("POST", f"/v1/eval-sets?{query}", content=path.read_bytes(),
                           headers={"Content-Type": content_type_of(path)})["eval_set"]
 
     def sets(self) -> list[dict[str, Any]]:

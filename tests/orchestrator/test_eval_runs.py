@@ -312,4 +312,8 @@ async def test_the_last_finished_run_is_read_mesh_wide_for_metrics(store):
     run = runner.start("t1", new_set(store).id, RunSettings())
     await runner.wait(run.id, 10)
     assert store.last_finished().id == run.id
-    assert store.count_by_state() == {SUCCEEDED: 1}
+    failing = runner_for(store, ScriptedEngine(dict.fromkeys(SCRIPT, InvalidArgument("no", reason="BAD"))))
+    later = failing.start("t2", new_set(store, "t2").id, RunSettings())
+    await failing.wait(later.id, 10)
+    assert store.last_finished().id == run.id  # a failed run has no figures to show
+    assert store.count_by_state() == {SUCCEEDED: 1, FAILED: 1}

@@ -1,5 +1,5 @@
-"""Evaluation figures for Prometheus, read from the store at scrape time: the last run that ended (of any
-tenant: figures only, never a tenant label) and the runs by state."""
+"""Evaluation figures for Prometheus, read from the store at scrape time: the last run that ran to its end (of
+any tenant: figures only, never a tenant label) and the runs by state."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def register_eval_metrics(store: EvalStore) -> None:
         rows.append((("finished_timestamp_seconds",), run.finished_at or 0.0))
         return rows
 
-    register_state("docuthinker_eval_last_run", "Figures of the evaluation run that ended last (rates over its"
+    register_state("docuthinker_eval_last_run", "Figures of the evaluation run that last ran to its end (rates over its"
                    " answerable or unanswerable questions, latencies in seconds, counts).", ["quantity"], last_run)
 
     def runs():

@@ -22,7 +22,7 @@ from typing import Any
 from services.orchestrator.database import SqlDatabase
 from services.orchestrator.evals import totals as scoring
 from services.orchestrator.evals.records import (
-    CANCELLED, INTERRUPTED, RUNNING, EvalRun, EvalSet, ItemResult, RunSettings,
+    INTERRUPTED, RUNNING, SUCCEEDED, EvalRun, EvalSet, ItemResult, RunSettings,
 )
 from services.orchestrator.evals.sets import EvalItem, ParsedSet
 from services.runtime.errors import FailedPrecondition, NotFound, ResourceExhausted
@@ -250,9 +250,9 @@ class EvalStore:
 
     # -- mesh-wide views (metrics) -------------------------------------------------------------
     def last_finished(self) -> EvalRun | None:
-        """The run that ended last, of any tenant, cancelled and interrupted ones excluded."""
-        row = self._db.one("SELECT * FROM eval_runs WHERE finished_at IS NOT NULL AND state NOT IN (?, ?)"
-                           " ORDER BY finished_at DESC LIMIT 1", (CANCELLED, INTERRUPTED))
+        """The run of any tenant that last ran to its end (a cancelled, failed or interrupted one has partial
+        figures, or none)."""
+        row = self._db.one("SELECT * FROM eval_runs WHERE state = ? ORDER BY finished_at DESC LIMIT 1", (SUCCEEDED,))
         return _run(row) if row is not None else None
 
     def count_by_state(self) -> dict[str, int]:
