@@ -242,7 +242,8 @@ async def test_sets_and_runs_are_tenant_scoped(store):
     assert store.list_sets("t2", 10) == ([], 0)
     assert store.list_runs("t2", "", 10) == ([], 0)
     assert store.results("t2", run.id) == []
-    assert [s.id for s in store.list_sets("t1", 10)[0]] == [evalset.id]
+    assert [(s.id, dict(s.kinds)) for s in store.list_sets("t1", 10)[0]] == [
+        (evalset.id, {"name": 1, "fact": 1, "unanswerable": 1, "number": 1})]
     assert store.get_set("t1", evalset.id).items[0].question == "Who keeps the lamp?"
 
 

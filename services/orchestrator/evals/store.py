@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS eval_sets (
     name TEXT NOT NULL,
     format TEXT NOT NULL,
     item_count INTEGER NOT NULL,
+    kinds TEXT NOT NULL,
     items TEXT NOT NULL,
     created_at REAL NOT NULL,
     PRIMARY KEY (tenant, id)
@@ -89,8 +90,9 @@ class EvalStore:
         created = EvalSet(uuid.uuid4().hex, name, parsed.format, len(parsed.items), self._clock(), parsed.items,
                           _kinds(parsed.items))
         self._db.execute(
-            "INSERT INTO eval_sets (tenant, id, name, format, item_count, items, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (tenant, created.id, created.name, created.format, created.item_count,
+            "INSERT INTO eval_sets (tenant, id, name, format, item_count, kinds, items, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (tenant, created.id, created.name, created.format, created.item_count, json.dumps(dict(created.kinds)),
              json.dumps([i.as_json() for i in created.items]), created.created_at),
         )
         return created
@@ -107,10 +109,11 @@ class EvalStore:
     def list_sets(self, tenant: str, limit: int, offset: int = 0) -> tuple[list[EvalSet], int]:
         """The tenant's sets, newest first (without their items), and how many it has."""
         rows = self._db.query(
-            "SELECT id, name, format, item_count, created_at FROM eval_sets WHERE tenant = ?"
+            "SELECT id, name, format, item_count, kinds, created_at FROM eval_sets WHERE tenant = ?"
             " ORDER BY created_at DESC, id LIMIT ? OFFSET ?", (tenant, limit, offset))
         total = self._db.one("SELECT COUNT(*) AS n FROM eval_sets WHERE tenant = ?", (tenant,))
-        return ([EvalSet(r["id"], r["name"], r["format"], int(r["item_count"]), float(r["created_at"])) for r in rows],
+        return ([EvalSet(r["id"], r["name"], r["format"], int(r["item_count"]), float(r["created_at"]),
+                         kinds=json.loads(r["kinds"])) for r in rows],
                 int(total["n"]) if total else 0)
 
     def delete_set(self, tenant: str, set_id: str) -> int:

@@ -8,6 +8,7 @@ CREATE TABLE eval_sets (
     name TEXT NOT NULL,
     format TEXT NOT NULL,
     item_count INTEGER NOT NULL,
+    kinds TEXT NOT NULL,
     items TEXT NOT NULL,
     created_at DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (tenant, id)
