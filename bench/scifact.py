@@ -38,15 +38,16 @@ def load(data: pathlib.Path = DATA):
     return corpus, queries, qrels
 
 
-def sample(corpus, queries, qrels, quick: bool, seed: int = 13):
+def sample(corpus, queries, qrels, quick: bool, seed: int = 13, queries_wanted: int = QUICK_QUERIES,
+           docs_wanted: int = QUICK_DOCS):
     """Quick runs: a seeded sample of queries, their judged documents plus random distractors."""
     if not quick:
         return corpus, queries
     rng = random.Random(seed)
-    chosen = dict(rng.sample(sorted(queries.items()), min(QUICK_QUERIES, len(queries))))
+    chosen = dict(rng.sample(sorted(queries.items()), min(queries_wanted, len(queries))))
     keep = {d for q in chosen for d in qrels[q] if d in corpus}
     others = sorted(set(corpus) - keep)
-    keep |= set(rng.sample(others, max(0, min(len(others), QUICK_DOCS - len(keep)))))
+    keep |= set(rng.sample(others, max(0, min(len(others), docs_wanted - len(keep)))))
     return {d: corpus[d] for d in sorted(keep)}, chosen
 
 

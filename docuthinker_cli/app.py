@@ -285,5 +285,14 @@ def costs(ctx: typer.Context, as_json: Json = False) -> None:
     _run(ctx, as_json, action)
 
 
+def _add_subcommands() -> None:
+    from docuthinker_cli import evals
+
+    app.add_typer(evals.app, name="evals")
+
+
+_add_subcommands()
+
+
 def main() -> None:
     app(prog_name="docuthinker")

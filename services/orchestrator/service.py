@@ -11,6 +11,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable
+from typing import cast
 
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2, orchestrator_service_pb2_grpc
 from services.graph.client import GraphClient
@@ -24,6 +25,12 @@ from services.orchestrator.conversations import ConversationStore
 from services.orchestrator.costs import CostTracker
 from services.orchestrator.database import open_database
 from services.orchestrator.dlq import DeadLetterQueue
+from services.orchestrator.evals.evaluations import Evaluations
+from services.orchestrator.evals.metrics import register_eval_metrics
+from services.orchestrator.evals.rag_source import GroundedAnswers, RagAnswerSource, identities
+from services.orchestrator.evals.runner import EvalRunner
+from services.orchestrator.evals.sets import SetLimits
+from services.orchestrator.evals.store import EvalStore
 from services.orchestrator.downstream import Peers, provider_circuit, service_circuit
 from services.orchestrator.operations import Operations
 from services.orchestrator.health import DOWNSTREAM, HealthProbe
@@ -98,6 +105,16 @@ def binding(
         max_conversations=config.max_conversations,
     )
     health = HealthProbe(settings, channels)
+    eval_store = EvalStore(db, max_sets=config.eval_max_sets)
+    register_eval_metrics(eval_store)
+    evaluations = Evaluations(
+        eval_store,
+        EvalRunner(eval_store, RagAnswerSource(cast(GroundedAnswers, peers.rag)), identities=identities,
+                   max_concurrent_runs=config.eval_max_concurrent_runs, item_concurrency=config.eval_item_concurrency,
+                   max_inflight=config.eval_max_inflight, item_timeout_s=config.eval_item_timeout_s,
+                   lease_s=config.eval_lease_s),
+        SetLimits(max_items=config.eval_max_set_items),
+    )
     operations = Operations(peers, ChatResponder(llm, conversations, insights, tokens, summarize), insights, costs,
                             health)
     for name in operations.names():
@@ -126,6 +143,7 @@ def binding(
         circuits=breakers,
         dlq=dlq,
         conversations=conversations,
+        evaluations=evaluations,
     )
     servicer = OrchestratorServicer(components)
     background: list[asyncio.Task] = []
@@ -142,6 +160,7 @@ def binding(
         await hub.start()
 
     async def on_stop() -> None:
+        await evaluations.runner.stop()
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)

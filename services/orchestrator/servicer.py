@@ -16,6 +16,8 @@ from services.orchestrator.conversations import Conversation, ConversationStore
 from services.orchestrator.costs import CostTracker
 from services.orchestrator.dag import TaskState
 from services.orchestrator.dlq import DeadLetter, DeadLetterQueue
+from services.orchestrator.evals.evaluations import Evaluations
+from services.orchestrator.evals.rpcs import EvaluationRpcs
 from services.orchestrator.health import HealthProbe, embedding_model_health
 from services.orchestrator.supervisor import Done, Subtask, Supervisor
 from services.orchestrator.tokens import TokenBudget, Turn
@@ -53,6 +55,7 @@ class Components:
     circuits: CircuitBreakers
     dlq: DeadLetterQueue
     conversations: ConversationStore
+    evaluations: Evaluations
 
 
 def _letter(letter: DeadLetter) -> pb.DeadLetter:
@@ -77,9 +80,10 @@ def _messages(conversation: Conversation, last: int | None = None) -> list[pb.Ch
     return [_message(m.role, m.content, m.created_at) for m in chosen]
 
 
-class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
+class OrchestratorServicer(EvaluationRpcs, pb_grpc.OrchestratorServiceServicer):
     def __init__(self, components: Components) -> None:
         self._c = components
+        self._evaluations = components.evaluations
 
     # -- supervisor ------------------------------------------------------------------------
     async def Process(self, request: pb.ProcessRequest, context):

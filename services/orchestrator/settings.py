@@ -22,7 +22,7 @@ class McpServerConfig:
 
 
 class OrchestratorSettings(BaseSettings):
-    """Resilience, budget, conversation, batch and agent knobs of the orchestrator."""
+    """Resilience, budget, conversation, batch, evaluation and agent knobs of the orchestrator."""
 
     model_config = SettingsConfigDict(env_prefix="DOCUTHINKER_", frozen=True, extra="ignore")
 
@@ -68,6 +68,21 @@ class OrchestratorSettings(BaseSettings):
     """Default cap of model turns in one agent run."""
     intent_min_confidence: float = Field(default=0.45, ge=0, le=1)
     """Offline classifier: below this similarity the request falls back to chat.general."""
+    eval_max_set_items: int = Field(default=500, ge=1, le=10_000)
+    """Most questions one evaluation set may hold (a larger upload gets RESOURCE_EXHAUSTED)."""
+    eval_max_sets: int = Field(default=100, ge=1)
+    """Evaluation sets one tenant may keep."""
+    eval_max_concurrent_runs: int = Field(default=2, ge=1)
+    """Evaluation runs one tenant may have in progress at once, across every orchestrator replica."""
+    eval_item_concurrency: int = Field(default=2, ge=1, le=32)
+    """Questions of one evaluation run asked at the same time."""
+    eval_max_inflight: int = Field(default=4, ge=1)
+    """Questions of every evaluation run of one orchestrator asked at once (leaves the rest to interactive users)."""
+    eval_item_timeout_s: float = Field(default=120.0, gt=0)
+    """Deadline of one question of an evaluation run; a question past it is recorded as an error."""
+    eval_lease_s: float = Field(default=60.0, gt=0)
+    """How long a run stays owned by its orchestrator without a renewal (renewed every third of it); a run
+    whose orchestrator died is marked interrupted after this."""
     mcp_servers: str = ""
     """External MCP servers as a JSON list of {name, command, args, env}; their tools join the agent's registry."""
     mcp_tenant: str = ""

@@ -10,6 +10,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from services.launcher.mesh import ROOT
+from services.orchestrator.mcp.evals import EVAL_TOOLS
 from services.orchestrator.mcp.server import AI_ML_TOOLS, ORCHESTRATOR_TOOLS, VOICE_TOOLS
 
 pytestmark = pytest.mark.e2e
@@ -34,8 +35,8 @@ async def test_mcp_client_lists_all_21_tools_and_calls_them_end_to_end(mesh):
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = (await session.list_tools()).tools
-        assert len(tools) == 21
-        assert {t.name for t in tools} == set(ORCHESTRATOR_TOOLS) | set(AI_ML_TOOLS) | set(VOICE_TOOLS)
+        assert len(tools) == 21 + len(EVAL_TOOLS)
+        assert {t.name for t in tools} == set(ORCHESTRATOR_TOOLS) | set(AI_ML_TOOLS) | set(VOICE_TOOLS) | set(EVAL_TOOLS)
         rewrite = next(t for t in tools if t.name == "document_rewrite")
         assert set(rewrite.inputSchema["required"]) == {"text", "style"}
 

@@ -13,6 +13,7 @@ from mcp.client.stdio import stdio_client
 
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as pb
 from services.orchestrator.mcp.client import McpHub, McpToolError, tool_name
+from services.orchestrator.mcp.evals import EVAL_TOOLS
 from services.orchestrator.mcp.server import AI_ML_TOOLS, ORCHESTRATOR_TOOLS, VOICE_TOOLS
 from services.orchestrator.settings import McpServerConfig, parse_mcp_servers
 from services.orchestrator.tools import ToolRegistry
@@ -67,8 +68,8 @@ async def test_our_server_lists_21_tools_and_calls_the_mesh(make_orchestrator, f
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = (await session.list_tools()).tools
-        assert sorted(t.name for t in tools) == sorted(ORCHESTRATOR_TOOLS + AI_ML_TOOLS + VOICE_TOOLS)
-        assert len(tools) == 21
+        assert sorted(t.name for t in tools) == sorted(ORCHESTRATOR_TOOLS + AI_ML_TOOLS + VOICE_TOOLS + EVAL_TOOLS)
+        assert len(tools) == 21 + len(EVAL_TOOLS)
 
         summary = structured(await session.call_tool("document_summarize", {"text": "First one. Second one."}))
         assert summary["summary"] == "First one."

@@ -124,3 +124,12 @@ class MeshGateway:
         with self._as_tenant():
             result = await self._graph.query(cypher, dict(params or {}))
         return {"columns": list(result.columns), "rows": list(result.rows), "truncated": result.truncated}
+
+    # -- evaluation sets (services/orchestrator/mcp/evals.py) -----------------------------------
+    async def orchestrator_call(self, method: str, request: Any) -> dict[str, Any]:
+        """One unary orchestrator RPC as the MCP tenant; the reply as JSON (proto field names)."""
+        from google.protobuf import json_format
+
+        with self._as_tenant():
+            reply = await self._orchestrator._unary(method, request, timeout=LONG_CALL_S)  # noqa: SLF001
+        return json_format.MessageToDict(reply, preserving_proto_field_name=True)

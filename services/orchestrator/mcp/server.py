@@ -1,9 +1,10 @@
 """DocuThinker as an MCP server over stdio (official ``mcp`` SDK, FastMCP): ``make mcp``.
 
-Twenty-one tools, each a call to the running mesh (addresses from the usual ``DOCUTHINKER_*``
+Twenty-six tools, each a call to the running mesh (addresses from the usual ``DOCUTHINKER_*``
 variables): the seed orchestrator's thirteen (document operations, chat, health, costs, RAG
 and graph queries), its AI/ML server's seven (brief, semantic search, topics, vector and
-graph upsert/search/query), and ``voice_question`` (a spoken question, via ``chat.voice``).
+graph upsert/search/query), ``voice_question`` (a spoken question, via ``chat.voice``), and the five
+evaluation tools of ``mcp/evals.py`` (upload a set of questions, run it, follow it, compare two runs).
 For an MCP host, e.g. Claude Desktop's ``mcpServers``::
 
     {"docuthinker": {"command": "/path/to/.venv/bin/python",
@@ -28,6 +29,7 @@ from mcp.server.fastmcp import FastMCP
 
 from mcp.server.fastmcp.exceptions import ToolError
 
+from services.orchestrator.mcp import evals
 from services.orchestrator.mcp.mesh import MeshGateway
 from services.orchestrator.settings import OrchestratorSettings
 from services.orchestrator.tools import document_statistics
@@ -171,6 +173,7 @@ def build_server(mesh: MeshGateway) -> FastMCP:
         """Read-only Cypher over the knowledge graph, with parameters."""
         return await mesh.graph_query(query, params)
 
+    evals.register(lambda fn: server.tool()(_reported(fn)), mesh)
     return server
 
 

@@ -1,6 +1,8 @@
 import datetime
 
+from docuthinker.orchestrator.v1 import evaluation_pb2 as _evaluation_pb2
 from google.api import annotations_pb2 as _annotations_pb2
+from google.api import httpbody_pb2 as _httpbody_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.rpc import status_pb2 as _status_pb2

@@ -3,7 +3,9 @@
 import grpc
 import warnings
 
+from docuthinker.orchestrator.v1 import evaluation_pb2 as docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2
+from google.api import httpbody_pb2 as google_dot_api_dot_httpbody__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -49,6 +51,66 @@ class OrchestratorServiceStub:
                 '/docuthinker.orchestrator.v1.OrchestratorService/ProcessBatch',
                 request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ProcessBatchRequest.SerializeToString,
                 response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ProcessBatchResponse.FromString,
+                _registered_method=True)
+        self.CreateEvalSet = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/CreateEvalSet',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CreateEvalSetRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CreateEvalSetResponse.FromString,
+                _registered_method=True)
+        self.ListEvalSets = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/ListEvalSets',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalSetsRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalSetsResponse.FromString,
+                _registered_method=True)
+        self.GetEvalSet = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/GetEvalSet',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.GetEvalSetRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.GetEvalSetResponse.FromString,
+                _registered_method=True)
+        self.DeleteEvalSet = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/DeleteEvalSet',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.DeleteEvalSetRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.DeleteEvalSetResponse.FromString,
+                _registered_method=True)
+        self.StartEvalRun = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/StartEvalRun',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.StartEvalRunRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.StartEvalRunResponse.FromString,
+                _registered_method=True)
+        self.ListEvalRuns = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/ListEvalRuns',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalRunsRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalRunsResponse.FromString,
+                _registered_method=True)
+        self.GetEvalRun = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/GetEvalRun',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.GetEvalRunRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.GetEvalRunResponse.FromString,
+                _registered_method=True)
+        self.ListEvalRunItems = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/ListEvalRunItems',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalRunItemsRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalRunItemsResponse.FromString,
+                _registered_method=True)
+        self.CancelEvalRun = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/CancelEvalRun',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CancelEvalRunRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CancelEvalRunResponse.FromString,
+                _registered_method=True)
+        self.DeleteEvalRun = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/DeleteEvalRun',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.DeleteEvalRunRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.DeleteEvalRunResponse.FromString,
+                _registered_method=True)
+        self.CompareEvalRuns = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/CompareEvalRuns',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CompareEvalRunsRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CompareEvalRunsResponse.FromString,
+                _registered_method=True)
+        self.ExportEvalRun = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/ExportEvalRun',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ExportEvalRunRequest.SerializeToString,
+                response_deserializer=google_dot_api_dot_httpbody__pb2.HttpBody.FromString,
                 _registered_method=True)
         self.ListTools = channel.unary_unary(
                 '/docuthinker.orchestrator.v1.OrchestratorService/ListTools',
@@ -127,6 +189,93 @@ class OrchestratorServiceServicer:
 
     def ProcessBatch(self, request, context):
         """Runs one operation over many documents, streaming per-item results.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateEvalSet(self, request, context):
+        """Evaluation sets (docs/evaluation.md): uploads a set of questions with expected answers (the body is the
+        CSV or JSON file); a malformed one is refused with its row numbers.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListEvalSets(self, request, context):
+        """The caller's evaluation sets.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetEvalSet(self, request, context):
+        """One evaluation set with its questions.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteEvalSet(self, request, context):
+        """Deletes an evaluation set and its runs (refused while one runs).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartEvalRun(self, request, context):
+        """Starts a run of a set against the library or a selection: a background job, bounded per tenant.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListEvalRuns(self, request, context):
+        """The caller's runs (of one set, or all).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetEvalRun(self, request, context):
+        """A run: progress, settings and identities, totals per kind and tag.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListEvalRunItems(self, request, context):
+        """A run's per-question results, in the set's order.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelEvalRun(self, request, context):
+        """Cancels a run; the questions done are kept.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteEvalRun(self, request, context):
+        """Deletes an ended run.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CompareEvalRuns(self, request, context):
+        """Two runs side by side: settings that differ, totals and their deltas, item by item better or worse.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExportEvalRun(self, request, context):
+        """A run as a CSV (one row per question) or JSON file.
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -227,6 +376,66 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.ProcessBatch,
                     request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ProcessBatchRequest.FromString,
                     response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ProcessBatchResponse.SerializeToString,
+            ),
+            'CreateEvalSet': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateEvalSet,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CreateEvalSetRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CreateEvalSetResponse.SerializeToString,
+            ),
+            'ListEvalSets': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListEvalSets,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalSetsRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalSetsResponse.SerializeToString,
+            ),
+            'GetEvalSet': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetEvalSet,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.GetEvalSetRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.GetEvalSetResponse.SerializeToString,
+            ),
+            'DeleteEvalSet': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteEvalSet,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.DeleteEvalSetRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.DeleteEvalSetResponse.SerializeToString,
+            ),
+            'StartEvalRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartEvalRun,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.StartEvalRunRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.StartEvalRunResponse.SerializeToString,
+            ),
+            'ListEvalRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListEvalRuns,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalRunsRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalRunsResponse.SerializeToString,
+            ),
+            'GetEvalRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetEvalRun,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.GetEvalRunRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.GetEvalRunResponse.SerializeToString,
+            ),
+            'ListEvalRunItems': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListEvalRunItems,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalRunItemsRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalRunItemsResponse.SerializeToString,
+            ),
+            'CancelEvalRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelEvalRun,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CancelEvalRunRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CancelEvalRunResponse.SerializeToString,
+            ),
+            'DeleteEvalRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteEvalRun,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.DeleteEvalRunRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.DeleteEvalRunResponse.SerializeToString,
+            ),
+            'CompareEvalRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompareEvalRuns,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CompareEvalRunsRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CompareEvalRunsResponse.SerializeToString,
+            ),
+            'ExportEvalRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExportEvalRun,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ExportEvalRunRequest.FromString,
+                    response_serializer=google_dot_api_dot_httpbody__pb2.HttpBody.SerializeToString,
             ),
             'ListTools': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTools,
@@ -366,6 +575,330 @@ class OrchestratorService:
             '/docuthinker.orchestrator.v1.OrchestratorService/ProcessBatch',
             docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ProcessBatchRequest.SerializeToString,
             docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ProcessBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateEvalSet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/CreateEvalSet',
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CreateEvalSetRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CreateEvalSetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListEvalSets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/ListEvalSets',
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalSetsRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalSetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetEvalSet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/GetEvalSet',
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.GetEvalSetRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.GetEvalSetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteEvalSet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/DeleteEvalSet',
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.DeleteEvalSetRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.DeleteEvalSetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartEvalRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/StartEvalRun',
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.StartEvalRunRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.StartEvalRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListEvalRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/ListEvalRuns',
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalRunsRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalRunsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetEvalRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/GetEvalRun',
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.GetEvalRunRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.GetEvalRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListEvalRunItems(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/ListEvalRunItems',
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalRunItemsRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ListEvalRunItemsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelEvalRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/CancelEvalRun',
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CancelEvalRunRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CancelEvalRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteEvalRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/DeleteEvalRun',
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.DeleteEvalRunRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.DeleteEvalRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompareEvalRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/CompareEvalRuns',
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CompareEvalRunsRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.CompareEvalRunsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportEvalRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/ExportEvalRun',
+            docuthinker_dot_orchestrator_dot_v1_dot_evaluation__pb2.ExportEvalRunRequest.SerializeToString,
+            google_dot_api_dot_httpbody__pb2.HttpBody.FromString,
             options,
             channel_credentials,
             insecure,

@@ -177,6 +177,7 @@ class RagServiceServicer:
     def GetDocumentContent(self, request, context):
         """Returns the stored original bytes of a document, with their content type (the web app's viewer).
         buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
