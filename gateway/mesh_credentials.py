@@ -15,7 +15,10 @@ from __future__ import annotations
 from gateway.auth import AuthSettings
 from services.runtime import mesh_auth
 from services.runtime.config import MeshSettings
-from services.runtime.request_context import ADMIN, ROLE_HEADER
+from services.runtime.request_context import ADMIN, ROLE_HEADER, SUBJECT_HEADER
+
+# With auth off, a caller that names no user (x-docuthinker-subject) is this one: conversations still have an owner.
+AUTH_OFF_SUBJECT = "local"
 
 
 def _overwrite(key: str, value: str) -> dict:
@@ -30,4 +33,5 @@ def virtual_host_options(settings: MeshSettings, auth: AuthSettings | None) -> d
         headers.append(_overwrite(mesh_auth.CREDENTIAL_HEADER, credential))
     if auth is None or not auth.enabled:
         headers.append(_overwrite(ROLE_HEADER, ADMIN))
+        headers.append({"header": {"key": SUBJECT_HEADER, "value": AUTH_OFF_SUBJECT}, "append_action": "ADD_IF_ABSENT"})
     return {"request_headers_to_add": headers} if headers else {}

@@ -20,6 +20,7 @@ from services.orchestrator.agent_loop import AgentLoop
 from services.orchestrator.batch import BatchProcessor
 from services.orchestrator.chat import ChatResponder
 from services.orchestrator.circuit_breaker import CircuitBreakers
+from services.orchestrator.conversation_answers import ConversationAnswers, RagAnswerSource
 from services.orchestrator.conversations import ConversationStore
 from services.orchestrator.costs import CostTracker
 from services.orchestrator.database import open_database
@@ -38,6 +39,7 @@ from services.orchestrator.summarizer import conversation_summarizer
 from services.orchestrator.supervisor import Supervisor, llm_classifier
 from services.orchestrator.tokens import TokenBudget
 from services.orchestrator.tools import ToolRegistry, register_builtins
+from services.orchestrator.user_conversations import UserConversations
 from services.providers.pricing import load_price_table
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
@@ -83,7 +85,8 @@ def binding(
     )
 
     channels = ChannelPool(settings)
-    peers = Peers.guarded(NlpClient(channels), RagClient(channels), GraphClient(channels), breakers)
+    rag = RagClient(channels)
+    peers = Peers.guarded(NlpClient(channels), rag, GraphClient(channels), breakers)
     summarize = conversation_summarizer(llm, peers.nlp)
     tokens = TokenBudget(prices)
     dlq = DeadLetterQueue(db, max_retries=config.dlq_max_retries, backoff_s=config.dlq_backoff_s,
@@ -126,6 +129,10 @@ def binding(
         circuits=breakers,
         dlq=dlq,
         conversations=conversations,
+        user_conversations=(user_conversations := UserConversations(db)),
+        # Streamed straight from rag: the circuit breakers wrap unary calls (a stream's failure still reaches
+        # the caller in-band).
+        conversation_answers=ConversationAnswers(user_conversations, RagAnswerSource(rag)),
     )
     servicer = OrchestratorServicer(components)
     background: list[asyncio.Task] = []

@@ -132,6 +132,8 @@ class FakeRag(rag_grpc.RagServiceServicer):
     def __init__(self, switch: Switch) -> None:
         self._switch = switch
         self.documents: dict[str, StoredDocument] = {}
+        self.streamed: list[str] = []
+        """The questions StreamQuery was asked, in order."""
 
     def add(self, text: str, filename: str = "doc.txt") -> str:
         document_id = hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -179,6 +181,27 @@ class FakeRag(rag_grpc.RagServiceServicer):
         answer = found.results[0].text if found.results else "I could not find enough evidence."
         return rag_pb.QueryResponse(answer=answers_pb2.Answer(
             question=request.question, answer=answer, engine=answers_pb2.Engine(provider="local", model="extractive")))
+
+
+    async def StreamQuery(self, request, context):
+        """The Query answer as deltas (two words at a time), one citation, then the whole answer."""
+        await self._switch.guard(context, "StreamQuery")
+        self.streamed.append(request.question)
+        found = await self.Search(rag_pb.SearchRequest(query=request.question, top_k=1), context)
+        if not found.results:
+            yield rag_pb.StreamQueryResponse(done=answers_pb2.Answer(question=request.question,
+                                                                      answer="I could not find enough evidence."))
+            return
+        hit = found.results[0]
+        words = hit.text.split(" ")
+        for at in range(0, len(words), 2):
+            yield rag_pb.StreamQueryResponse(answer_delta=" ".join(words[at:at + 2]) + " ")
+        citation = answers_pb2.Citation(marker=1, document_id=hit.provenance.document_id, filename=hit.provenance.filename,
+                                        page=1, excerpt=hit.text, short_answer=words[0])
+        yield rag_pb.StreamQueryResponse(citation=citation)
+        yield rag_pb.StreamQueryResponse(done=answers_pb2.Answer(
+            question=request.question, answer=hit.text, citations=[citation], retrieved_chunks=[hit],
+            support_status=answers_pb2.SUPPORT_STATUS_SUPPORTED))
 
 
 class FakeGraph(graph_grpc.GraphServiceServicer):
