@@ -12,7 +12,10 @@ import functools
 import logging
 from collections.abc import Callable
 
+from docuthinker.graph.v1 import graph_service_pb2
+from docuthinker.nlp.v1 import nlp_service_pb2
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2, orchestrator_service_pb2_grpc
+from docuthinker.rag.v1 import rag_service_pb2
 from services.graph.client import GraphClient
 from services.models.embedder import get_embedder
 from services.nlp.client import NlpClient
@@ -48,6 +51,9 @@ from services.runtime import ChannelPool, MeshSettings, ServiceBinding
 from services.storage.settings import StorageSettings
 
 FULL_NAME = orchestrator_service_pb2.DESCRIPTOR.services_by_name["OrchestratorService"].full_name
+PEER_SERVICES = [rag_service_pb2.DESCRIPTOR.services_by_name["RagService"].full_name,
+                 nlp_service_pb2.DESCRIPTOR.services_by_name["NlpService"].full_name,
+                 graph_service_pb2.DESCRIPTOR.services_by_name["GraphService"].full_name]
 
 log = logging.getLogger("docuthinker.orchestrator")
 
@@ -164,5 +170,7 @@ def binding(
         on_start=on_start,
         on_stop=on_stop,
         channels=channels,
+        # grpcurl at the gateway lists and describes every public service through this one (envoy_config).
+        gateway_reflection=PEER_SERVICES,
     )
 
