@@ -287,8 +287,24 @@ def _verb_like(tok: _Token) -> bool:
     return low.endswith(("ed", "ing")) and len(low) > 4 and not tok.capitalised
 
 
+def _named_in_answer(turn: PastTurn) -> str:
+    """The name a "who" question was answered with, when no short answer came with it (a chat client sends
+    back only the answer's text): the first name in the answer that the question does not hold."""
+    first = tokens(turn.question)[:1]
+    if not first or first[0].low not in {"who", "whom"}:
+        return ""
+    asked = turn.question.lower()
+    toks = tokens(re.sub(r"\[\d+\]", "", turn.answer))
+    for start, end in _proper_runs(toks):
+        words = [t.text for t in toks[start:end] if t.word]
+        name = " ".join(words)
+        if name.lower() not in asked and 1 <= len(words) <= 4 and all(w.rstrip(".").isalpha() for w in words):
+            return name
+    return ""
+
+
 def _short_answer_phrase(turn: PastTurn) -> _Phrase | None:
-    answer = turn.short_answer.strip().rstrip(".")
+    answer = (turn.short_answer.strip() or _named_in_answer(turn)).rstrip(".")
     if not answer or len(answer) > 80:
         return None
     toks = [t for t in tokens(answer) if t.word]
