@@ -25,10 +25,11 @@ class GatewayReflection(reflection_pb2_grpc.ServerReflectionServicer):
         self._own = ReflectionServicer(list(own))
         self._public = ReflectionServicer(list(dict.fromkeys([*own, *public])))
 
-    def ServerReflectionInfo(self, request_iterator, context):
+    async def ServerReflectionInfo(self, request_iterator, context):
         metadata = dict(context.invocation_metadata() or ())
         chosen = self._public if metadata.get(GATEWAY_HEADER) == "1" else self._own
-        return chosen.ServerReflectionInfo(request_iterator, context)
+        async for response in chosen.ServerReflectionInfo(request_iterator, context):
+            yield response
 
 
 def enable(server, own: Sequence[str], public: Sequence[str]) -> None:

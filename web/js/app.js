@@ -67,7 +67,20 @@ function tokenFromFragment() {
   history.replaceState(null, "", `${location.pathname}${location.search}#/library`);
 }
 
+// The theme toggle (js/theme.js chose the theme before the page drew) and the skip link, which must not
+// change the hash: the hash is the route.
+function shell() {
+  const toggle = document.getElementById("theme-toggle");
+  toggle.addEventListener("click", () => window.docuthinkerTheme.toggle());
+  window.docuthinkerTheme.apply();
+  document.querySelector("a.skip").addEventListener("click", (e) => {
+    e.preventDefault();
+    document.getElementById("view").focus();
+  });
+}
+
 window.addEventListener("hashchange", show);
 tokenFromFragment();
+shell();
 tokenForm();
 show();

@@ -75,7 +75,7 @@ export function render(main) {
     state.data = { docs: d.rows, topics: t.rows, entities: e.rows };
     if (d.truncated || t.truncated || e.truncated) message.append(el("p", { class: "muted" }, `Only the first ${LIMIT} rows of each kind are drawn.`));
     draw();
-  }).catch((error) => clear(message, errorBox(error)));
+  }).catch((error) => clear(message, errorBox(error, () => window.dispatchEvent(new HashChangeEvent("hashchange")))));
 
   [showTopics, showEntities].forEach((c) => c.addEventListener("change", draw));
 
