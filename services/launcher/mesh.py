@@ -172,9 +172,9 @@ class Mesh:
         return f"{self.settings.local_host}:{self.children[name].port}"
 
     # -- callers (tests, benchmarks, the demo) -------------------------------------------
-    def mint(self, tenant: str = "default", role: str = "user", ttl_s: float = 3600) -> str | None:
-        """A bearer token for ``tenant`` signed with the mesh's local key; None with auth off."""
-        return self.local_auth.token(tenant, role, ttl_s)
+    def mint(self, tenant: str = "default", role: str = "user", ttl_s: float = 3600, subject: str = "tests") -> str | None:
+        """A bearer token for ``tenant`` (and the user ``subject``) signed with the mesh's local key; None with auth off."""
+        return self.local_auth.token(tenant, role, ttl_s, subject=subject)
 
     def http(self, role: str = "user", **options) -> httpx.Client:
         """An httpx client of the gateway that authenticates each request as the tenant its x-tenant-id names."""

@@ -10,6 +10,7 @@ import * as system from "./system.js";
 const PAGES = { library, ask, doc: documentPage, graph, system };
 const TITLES = { library: "Library", ask: "Ask", doc: "Document", graph: "Graph", system: "System" };
 let cleanup = null;
+let shown = false;
 
 function show() {
   const route = parseRoute(location.hash);
@@ -31,7 +32,10 @@ function show() {
   document.body.dataset.page = name;
   clear(main);
   cleanup = PAGES[name].render(main, route) || null;
-  main.focus({ preventScroll: true });
+  // After a route change the page's content takes focus (screen readers announce it; Tab goes on from there);
+  // on the first load focus stays at the document's start, so the first Tab stop is the skip link.
+  if (shown) main.focus({ preventScroll: true });
+  shown = true;
 }
 
 function tokenForm() {
@@ -75,7 +79,9 @@ function shell() {
   window.docuthinkerTheme.apply();
   document.querySelector("a.skip").addEventListener("click", (e) => {
     e.preventDefault();
-    document.getElementById("view").focus();
+    // A page may name where its content starts for a keyboard (Ask: the question field).
+    const main = document.getElementById("view");
+    (main.querySelector("[data-skip-target]") || main).focus();
   });
 }
 

@@ -4,7 +4,7 @@
 // spoken questions are answered too, but not kept in the conversation.
 import { ApiError, call, sendBytes, stream, streamError } from "./api.js";
 import { Previews, citationHref, isTimed, quote, shortAnswer, where } from "./citations.js";
-import { clear, describe, el, enumLabel, errorBox, fmtClock, fmtMs } from "./ui.js";
+import { clear, describe, el, enumLabel, errorBox, fmtClock, fmtDate, fmtMs, plural } from "./ui.js";
 import { selectedDocs } from "./library.js";
 
 export { citationHref, isTimed };
@@ -84,11 +84,11 @@ export function render(main, route) {
   const turns = [];
   let docs = [];
   const controller = new AbortController();
-  const previews = new Previews(main);
   const log = el("div", { class: "conversation", "aria-live": "polite", "data-testid": "conversation" });
   const chatList = el("ul", { "aria-label": "Your conversations" });
   const chatTitle = el("h2", { id: "chat-title", class: "chat-title" }, "New conversation");
-  const question = el("textarea", { id: "question", rows: "2", placeholder: "Ask about your documents… (a follow-up such as “when did she write it?” is read against the questions before it)", required: true });
+  const chatHead = el("div", { class: "row chat-head" }, chatTitle);
+  const question = el("textarea", { id: "question", rows: "2", "data-skip-target": "true", placeholder: "Ask about your documents… (a follow-up such as “when did she write it?” is read against the questions before it)", required: true });
   const agent = el("input", { type: "checkbox", id: "agent-mode" });
   const scopeAll = el("input", { type: "radio", name: "scope", id: "scope-all", value: "all", checked: true });
   const scopeSome = el("input", { type: "radio", name: "scope", id: "scope-some", value: "some" });
@@ -109,7 +109,8 @@ export function render(main, route) {
   const sidebar = el("aside", { class: "card chats", "aria-labelledby": "chats-h" }, el("h2", { id: "chats-h" }, "Conversations"), newChat, chatList);
 
   clear(main, el("h1", {}, "Ask"),
-    el("div", { class: "chat-grid" }, sidebar, el("section", { class: "chat-main", "aria-labelledby": "chat-title" }, chatTitle, log, form)));
+    el("div", { class: "chat-grid" }, sidebar, el("section", { class: "chat-main", "aria-labelledby": "chat-title" }, chatHead, log, form)));
+  const previews = new Previews(main);
 
   const draw = () => {
     clear(log, turns.length ? turns.map((t) => turnView(t, previews, t.retry || null))
@@ -117,36 +118,44 @@ export function render(main, route) {
   };
   const reveal = () => log.lastElementChild?.scrollIntoView({ block: "nearest" });
 
+  const renameButton = el("button", { type: "button", class: "secondary small", hidden: true }, "Rename");
+  const deleteButton = el("button", { type: "button", class: "danger small", hidden: true }, "Delete");
+  const current = () => state.conversations.find((c) => c.conversation_id === state.conversationId);
+  renameButton.addEventListener("click", async () => {
+    const c = current();
+    const title = c ? prompt("New name of the conversation", c.title || "") : null;
+    if (!title || !title.trim()) return;
+    try {
+      await call(`/v1/conversations/${encodeURIComponent(c.conversation_id)}`, { method: "PATCH", body: { title: title.trim() } });
+      await loadList();
+    } catch (error) {
+      chatHead.append(errorBox(error));
+    }
+  });
+  deleteButton.addEventListener("click", async () => {
+    const c = current();
+    if (!c || !confirm(`Delete the conversation “${c.title}”? Its questions and answers are removed.`)) return;
+    try {
+      await call(`/v1/conversations/${encodeURIComponent(c.conversation_id)}`, { method: "DELETE" });
+      openConversation("");
+    } catch (error) {
+      chatHead.append(errorBox(error));
+    }
+  });
+  chatHead.append(renameButton, deleteButton);
+
   function drawList() {
-    const current = state.conversations.find((c) => c.conversation_id === state.conversationId);
-    chatTitle.textContent = current ? current.title || "Untitled conversation" : "New conversation";
-    clear(chatList, state.conversations.length ? state.conversations.map((c) => {
-      const rename = el("button", { type: "button", class: "secondary small", "aria-label": `Rename “${c.title}”` }, "Rename");
-      const remove = el("button", { type: "button", class: "danger small", "aria-label": `Delete “${c.title}”` }, "Delete");
-      rename.addEventListener("click", async () => {
-        const title = prompt("New name of the conversation", c.title || "");
-        if (!title || !title.trim()) return;
-        try {
-          await call(`/v1/conversations/${encodeURIComponent(c.conversation_id)}`, { method: "PATCH", body: { title: title.trim() } });
-          await loadList();
-        } catch (error) {
-          sidebar.append(errorBox(error));
-        }
-      });
-      remove.addEventListener("click", async () => {
-        if (!confirm(`Delete the conversation “${c.title}”? Its questions and answers are removed.`)) return;
-        try {
-          await call(`/v1/conversations/${encodeURIComponent(c.conversation_id)}`, { method: "DELETE" });
-          if (c.conversation_id === state.conversationId) openConversation("");
-          else await loadList();
-        } catch (error) {
-          sidebar.append(errorBox(error));
-        }
-      });
-      return el("li", { "aria-current": c.conversation_id === state.conversationId ? "true" : null, dataset: { conversationId: c.conversation_id } },
-        el("a", { href: `#/ask?c=${encodeURIComponent(c.conversation_id)}`, title: c.title }, c.title || "Untitled"),
-        rename, remove);
-    }) : el("li", { class: "muted small" }, "None yet."));
+    const c = current();
+    chatTitle.textContent = c ? c.title || "Untitled conversation" : "New conversation";
+    renameButton.hidden = deleteButton.hidden = !c;
+    renameButton.setAttribute("aria-label", c ? `Rename “${c.title}”` : "Rename");
+    deleteButton.setAttribute("aria-label", c ? `Delete “${c.title}”` : "Delete");
+    // One Tab stop per conversation: its actions are beside the open conversation's title.
+    clear(chatList, state.conversations.length ? state.conversations.map((item) =>
+      el("li", { "aria-current": item.conversation_id === state.conversationId ? "true" : null, dataset: { conversationId: item.conversation_id } },
+        el("a", { href: `#/ask?c=${encodeURIComponent(item.conversation_id)}`, title: item.title }, item.title || "Untitled"),
+        el("span", { class: "when" }, `${plural(item.turn_count, "question")} · ${fmtDate(item.update_time)}`)))
+      : el("li", { class: "muted small" }, "None yet."));
   }
 
   async function loadList() {

@@ -72,8 +72,6 @@ export class Previews {
     root.addEventListener("focusin", (e) => this.showFor(e.target));
     root.addEventListener("mouseout", (e) => { if (e.target.closest?.("[data-preview]")) hideSoon(); });
     root.addEventListener("focusout", (e) => { if (e.target.closest?.("[data-preview]")) hideSoon(); });
-    this.pop.addEventListener("mouseover", () => clearTimeout(this.hideTimer));
-    this.pop.addEventListener("mouseout", hideSoon);
     document.addEventListener("keydown", this.onKey = (e) => { if (e.key === "Escape") this.hide(); });
     this.citations = new Map();
   }
@@ -94,7 +92,7 @@ export class Previews {
     if (!c) return;
     clearTimeout(this.hideTimer);
     this.pop.replaceChildren(el("div", { class: "where" }, `[${c.marker}] ${where(c)}`), el("blockquote", {}, quote(c)),
-      el("div", { class: "muted small" }, "Enter or click opens the document at this span."));
+      el("div", { class: "muted small" }, "Enter or a click opens the document at this span; Escape closes this."));
     this.pop.hidden = false;
     const box = node.getBoundingClientRect();
     const host = this.pop.offsetParent?.getBoundingClientRect() || { left: 0, top: 0 };

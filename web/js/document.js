@@ -91,7 +91,7 @@ function tableView(rows, span) {
     return el(tag, { class: "cited-cell" }, c.text.slice(0, a), mark, c.text.slice(b));
   };
   const [head, ...body] = rows;
-  return el("div", { class: "table-box" }, el("table", { class: "sheet" },
+  return el("div", { class: "table-box", tabindex: "0", role: "region", "aria-label": "Table" }, el("table", { class: "sheet" },
     el("thead", {}, el("tr", {}, head.map((c) => cell(c, "th")))),
     el("tbody", {}, body.map((r) => el("tr", {}, r.map((c) => cell(c, "td")))))));
 }
@@ -167,8 +167,9 @@ export function render(main, route) {
   const urls = [];
   const state = { alive: true };
   const header = el("div", {}, spinner("Loading document"));
-  const original = el("div", { class: "original", "data-testid": "original" });
-  const text = el("div", { class: "extracted", "data-testid": "extracted" });
+  // Scrolling boxes are focusable regions, so a keyboard can scroll them too.
+  const original = el("div", { class: "original", "data-testid": "original", tabindex: "0", role: "region", "aria-label": "The original file" });
+  const text = el("div", { class: "extracted", "data-testid": "extracted", tabindex: "0", role: "region", "aria-label": "The extracted text" });
   const analyses = el("section", { class: "card analyses", "aria-labelledby": "analyses-h" }, el("h2", { id: "analyses-h" }, "Analyses"));
 
   clear(main, header,

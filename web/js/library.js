@@ -53,7 +53,7 @@ export function render(main) {
   const uploadsBar = el("div", { class: "uploads-bar" }, clearDone);
   const search = el("input", { type: "search", placeholder: "Search by name", "aria-label": "Search documents" });
   const typeFilter = el("select", { "aria-label": "Filter by type" }, el("option", { value: "" }, "All types"));
-  const tableBox = el("div", { class: "table-box" }, spinner("Loading documents"));
+  const tableBox = el("div", { class: "table-box", tabindex: "0", role: "region", "aria-label": "Documents" }, spinner("Loading documents"));
   const tableError = el("div");
   const askSelected = el("a", { class: "button secondary", href: "#/ask" }, "Ask about the selected documents");
 

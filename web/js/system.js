@@ -4,7 +4,8 @@ import { clear, el, enumLabel, errorBox, fmtDate, fmtMs, fmtUsd, loadInto } from
 
 function table(head, rows, empty = "None.") {
   if (!rows.length) return el("p", { class: "muted" }, empty);
-  return el("div", { class: "table-box" }, el("table", {}, el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col" }, h)))),
+  // Focusable: a table wider than a phone scrolls inside its box, and a keyboard must reach that scroll.
+  return el("div", { class: "table-box", tabindex: "0", role: "region", "aria-label": head.filter(Boolean).join(", ") }, el("table", {}, el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col" }, h)))),
     el("tbody", {}, rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, c ?? "")))))));
 }
 
