@@ -153,7 +153,7 @@ def test_a_conversation_with_a_follow_up_is_kept_on_the_server(session, library,
     page.once("dialog", lambda d: d.accept("Cats and their author"))
     page.locator(".chat-head").get_by_role("button", name=re.compile("^Rename")).click()
     expect(page.locator(".chats li[aria-current=true] a")).to_have_text("Cats and their author")
-    page.screenshot(path=artifacts / "conversation.png")
+    _shot(page, artifacts / "conversation.png")
     # Kept on the server: a fresh tab (no session storage) reopens it with both turns.
     again = session()
     again.go(f"ask?c={conversation_id}")
@@ -192,7 +192,7 @@ def test_a_cited_table_cell_is_previewed_then_highlighted_on_the_page(session, l
     preview = page.locator('[data-testid="preview"]')
     expect(preview).to_be_visible()
     expect(preview.locator("mark.answer")).to_have_text(cell)
-    page.screenshot(path=artifacts / f"preview-{source}.png")
+    _shot(page, artifacts / f"preview-{source}.png")
     label.click()
     pdf_page = page.locator('[data-testid="pdf-page"]')
     expect(pdf_page).to_have_attribute("data-box-source", source)
@@ -209,7 +209,7 @@ def test_a_cited_table_cell_is_previewed_then_highlighted_on_the_page(session, l
         expected = ((150 + 450 * column) / 1700, (400 + 80 * row + 20) / 2200)
     assert x == pytest.approx(expected[0], abs=0.02) and y == pytest.approx(expected[1], abs=0.02), (x, y, expected)
     expect(pdf_page.locator('[data-testid="span-box"]')).to_have_count(2)  # the row's other two cells
-    page.screenshot(path=artifacts / f"highlight-{source}.png")
+    _shot(page, artifacts / f"highlight-{source}.png")
 
 
 def test_spreadsheets_are_previewed_with_the_cited_row_marked(session, library):
