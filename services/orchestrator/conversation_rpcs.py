@@ -56,7 +56,7 @@ class ConversationRpcs:
     _answers: ConversationAnswers
 
     async def ListConversations(self, request: pb.ListConversationsRequest, context) -> pb.ListConversationsResponse:
-        found = self._conversations.list(current_tenant(), current_subject(), _page(request.page_size))
+        found = self._conversations.recent(current_tenant(), current_subject(), _page(request.page_size))
         return pb.ListConversationsResponse(conversations=[conversation_pb(c) for c in found])
 
     async def CreateConversation(self, request: pb.CreateConversationRequest, context) -> pb.CreateConversationResponse:
@@ -102,7 +102,7 @@ class ConversationRpcs:
     async def ListUserConversations(self, request: pb.ListUserConversationsRequest,
                                     context) -> pb.ListUserConversationsResponse:
         _admin()
-        found = self._conversations.list(current_tenant(), request.subject, _page(request.page_size))
+        found = self._conversations.recent(current_tenant(), request.subject, _page(request.page_size))
         return pb.ListUserConversationsResponse(conversations=[conversation_pb(c, True) for c in found])
 
     async def ReadUserConversation(self, request: pb.ReadUserConversationRequest,

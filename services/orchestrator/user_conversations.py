@@ -157,7 +157,7 @@ class UserConversations:
         self._evict(tenant, subject)
         return ConversationInfo(conversation_id, title, ids, 0, now, now, subject)
 
-    def list(self, tenant: str, subject: str, limit: int = 50) -> list[ConversationInfo]:
+    def recent(self, tenant: str, subject: str, limit: int = 50) -> list[ConversationInfo]:
         rows = self._db.query(
             "SELECT * FROM user_conversations WHERE tenant = ? AND subject = ? ORDER BY updated_at DESC LIMIT ?",
             (tenant, owner(subject), limit),

@@ -34,7 +34,7 @@ class TestStore:
         clock.advance(1)
         store.add_turn("t", "alice", first.conversation_id, "Who wrote the Handbook of Cats?", "Who wrote the Handbook"
                        " of Cats?", {"answer": "Jane Smith", "retrieved_chunks": [{"text": "big"}]})
-        listed = store.list("t", "alice")
+        listed = store.recent("t", "alice")
         assert [c.conversation_id for c in listed] == [first.conversation_id, second.conversation_id]
         assert listed[0].title == "Who wrote the Handbook of Cats?" and listed[0].turn_count == 1
         assert listed[0].document_ids == ("d1",)
@@ -43,7 +43,7 @@ class TestStore:
         assert store.rename("t", "alice", second.conversation_id, "  Spend  2026 ").title == "Spend 2026"
         assert store.delete("t", "alice", first.conversation_id)
         assert not store.delete("t", "alice", first.conversation_id)
-        assert [c.title for c in store.list("t", "alice")] == ["Spend 2026"]
+        assert [c.title for c in store.recent("t", "alice")] == ["Spend 2026"]
 
     def test_another_users_or_tenants_conversation_is_not_found(self, db, clock):
         store = UserConversations(db, clock=clock)
@@ -54,7 +54,7 @@ class TestStore:
             with pytest.raises(NotFound):
                 store.add_turn(tenant, subject, mine.conversation_id, "q", "q", {})
             assert not store.delete(tenant, subject, mine.conversation_id)
-            assert store.list(tenant, subject) == []
+            assert store.recent(tenant, subject) == []
         assert store.get("t", "alice", mine.conversation_id).conversation_id == mine.conversation_id
 
     def test_a_caller_without_a_subject_keeps_no_conversation(self, db, clock):
@@ -63,7 +63,7 @@ class TestStore:
             with pytest.raises(PermissionDenied):
                 store.create("t", nobody)
             with pytest.raises(PermissionDenied):
-                store.list("t", nobody)
+                store.recent("t", nobody)
 
     def test_turns_and_conversations_are_bounded(self, db, clock):
         store = UserConversations(db, clock=clock, max_turns=3, max_per_user=2)
@@ -78,7 +78,7 @@ class TestStore:
         store.create("t", "alice", "b")
         clock.advance(1)
         store.create("t", "alice", "c")
-        assert sorted(c.title for c in store.list("t", "alice")) == ["b", "c"]  # the least recently used left
+        assert sorted(c.title for c in store.recent("t", "alice")) == ["b", "c"]  # the least recently used left
 
     def test_titles_and_questions_are_checked(self, db, clock):
         store = UserConversations(db, clock=clock)

@@ -97,7 +97,7 @@ def test_a_scanned_table_cell_is_boxed_from_tesseracts_words(locator):
     data = scanned_table_pdf()
     parsed = parse(data, FileType.PDF, ParseLimits(), reader_from(OcrConfig()))
     section = section_with(parsed, "877")
-    line = next(l for l in section.text.splitlines() if "877" in l)
+    line = next(text for text in section.text.splitlines() if "877" in text)
     start = section.text.index(line)
     source, words = locator.page_words("t/scan", data, "pdf", 1)
     assert source == "tesseract"

@@ -83,7 +83,7 @@ def _merge_aliases(entities: list[Entity]) -> list[Entity]:
         if len(fuller) == 1:
             target[i] = fuller[0]
     merged: dict[int, list] = {}
-    for i, (name, label, count) in enumerate(entities):
+    for i, (_, _, count) in enumerate(entities):
         into = target.get(i, i)
         if into not in merged:
             merged[into] = list(entities[into])
