@@ -120,6 +120,8 @@ def test_conversations_belong_to_the_tokens_subject_through_the_gateway(mesh, do
     with nobody:
         refused = nobody.get("/v1/conversations")
         assert refused.status_code == 403 and "sub" in refused.json()["message"]
+        # Nor may it name a user in the seed's routes: it is nobody, not a call from inside the mesh.
+        assert nobody.get(f"/v1/conversations/{alice_id}/general/messages").status_code == 403
 
 
 def test_the_chat_api_reads_a_follow_up_from_the_history_and_counts_usage(mesh, document):
