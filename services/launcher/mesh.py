@@ -126,6 +126,8 @@ class Mesh:
         check_replicas(self.replicas, env)
         # Every child proves it is the mesh with the secret in this file (made at start).
         env.setdefault("DOCUTHINKER_MESH_CREDENTIAL_FILE", str(self.data_dir / "auth" / mesh_auth.CREDENTIAL_FILE))
+        # The Settings page's model server, one file every process reads (services/providers/model_server.py).
+        env.setdefault("DOCUTHINKER_MODEL_SERVER_FILE", str(self.data_dir / "settings" / "model-server.json"))
         self._plan_children(env, settings_from_env(MeshSettings, env))
         self.env = env
         # Read from the children's environment, not this process's: the launcher's own stays as it was.

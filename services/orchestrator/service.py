@@ -43,6 +43,7 @@ from services.orchestrator.supervisor import Supervisor, llm_classifier
 from services.orchestrator.tokens import TokenBudget
 from services.orchestrator.tools import ToolRegistry, register_builtins
 from services.orchestrator.user_conversations import UserConversations
+from services.providers.model_server import ModelServerFile
 from services.providers.pricing import load_price_table
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
@@ -139,6 +140,8 @@ def binding(
         # Streamed straight from rag: the circuit breakers wrap unary calls (a stream's failure still reaches
         # the caller in-band).
         conversation_answers=ConversationAnswers(user_conversations, RagAnswerSource(rag)),
+        model_servers=ModelServerFile(providers.model_server_file) if providers.model_server_file else None,
+        providers=providers,
     )
     servicer = OrchestratorServicer(components)
     background: list[asyncio.Task] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from google.protobuf import json_format, timestamp_pb2
 
@@ -18,12 +18,15 @@ from services.orchestrator.conversations import Conversation, ConversationStore
 from services.orchestrator.costs import CostTracker
 from services.orchestrator.dag import TaskState
 from services.orchestrator.dlq import DeadLetter, DeadLetterQueue
+from services.orchestrator.model_server_rpcs import ModelServerRpcs
 from services.orchestrator.health import HealthProbe
 from services.orchestrator.supervisor import Done, Subtask, Supervisor
 from services.orchestrator.tokens import TokenBudget, Turn
 from services.orchestrator.tools import ToolRegistry
 from services.orchestrator.user_conversations import UserConversations, owner
 from services.orchestrator.wire import struct, timestamp, to_dict, value
+from services.providers.model_server import ModelServerFile
+from services.providers.settings import ProviderSettings
 from services.runtime.errors import FieldViolation, InvalidArgument, PermissionDenied, status_from_exception
 from services.runtime.request_context import (
     TENANT_PATTERN,
@@ -64,6 +67,8 @@ class Components:
     conversations: ConversationStore
     user_conversations: UserConversations
     conversation_answers: ConversationAnswers
+    model_servers: ModelServerFile | None = None
+    providers: ProviderSettings = field(default_factory=ProviderSettings)
 
 
 def _letter(letter: DeadLetter) -> pb.DeadLetter:
@@ -102,11 +107,13 @@ def own_user(user_id: str) -> str:
                            reason="NOT_YOUR_CONVERSATION", metadata={"user_id": user_id})
 
 
-class OrchestratorServicer(ConversationRpcs, pb_grpc.OrchestratorServiceServicer):
+class OrchestratorServicer(ConversationRpcs, ModelServerRpcs, pb_grpc.OrchestratorServiceServicer):
     def __init__(self, components: Components) -> None:
         self._c = components
         self._conversations = components.user_conversations
         self._answers = components.conversation_answers
+        self._model_servers = components.model_servers
+        self._providers = components.providers
 
     # -- supervisor ------------------------------------------------------------------------
     async def Process(self, request: pb.ProcessRequest, context):

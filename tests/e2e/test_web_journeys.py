@@ -8,6 +8,8 @@
 - every page at 390 px wide without a horizontal scroll;
 - a question asked with the keyboard alone, each Tab stop visible and outlined;
 - axe-core on every page, light and dark: no serious or critical violation;
+- the Settings page pointing the mesh at an OpenAI-compatible server (llama.cpp's own, with the packaged SmolLM2),
+  whose rewrite a document then shows;
 - a screenshot of every page, light and dark (``DOCUTHINKER_WEB_ARTIFACTS`` copies them, e.g. to docs/screenshots).
 """
 
@@ -249,7 +251,7 @@ def _luminance(css: str) -> float:
 
 
 def _routes(library) -> dict[str, str]:
-    return {"library": "library", "ask": "ask", "graph": "graph", "system": "system",
+    return {"library": "library", "ask": "ask", "graph": "graph", "system": "system", "settings": "settings",
             # The cell "877" of the table PDF's row "Saint John", as its citation opens it.
             "doc": f"doc/{library['harbour-table.pdf']}?page=1&start=47&end=69&as=60&ae=63&marker=1"}
 
@@ -356,3 +358,64 @@ def _shot(page, path: pathlib.Path) -> None:
 
     image = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
     image.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+
+
+# Kept for the life of the process: destroying an xllamacpp server early is unsafe (see providers/local_model).
+_SERVERS: list[object] = []
+
+
+@pytest.fixture(scope="module")
+def llamacpp() -> str:
+    """llama.cpp's OpenAI-compatible HTTP server (xllamacpp) with the packaged SmolLM2 weights, on loopback."""
+    import xllamacpp
+
+    from services.providers.local_model import gguf_path
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(gguf_path())
+    params.n_ctx = 2048
+    params.n_parallel = 1
+    params.cpuparams.n_threads = 1
+    params.cpuparams_batch.n_threads = 1
+    params.verbosity = -1
+    params.ui = False
+    server = xllamacpp.Server(params)
+    _SERVERS.append(server)
+    return f"{server.listening_address}/v1"
+
+
+def test_settings_point_the_mesh_at_a_local_model_server(mesh, session, library, llamacpp):
+    import httpx
+    from playwright.sync_api import expect
+
+    user = session()
+    user.go("settings")
+    expect(user.page.locator('[data-testid="server-status"]')).to_contain_text("the local model")
+    user.page.fill("#server-url", llamacpp)
+    user.page.fill("#server-model", "smollm2")
+    user.page.get_by_role("button", name="Check and save").click()
+    expect(user.page.locator('[data-testid="server-result"]').get_by_role("alert")).to_contain_text("Forbidden (403)")
+    user.errors = [e for e in user.errors if "/v1/settings/model-server" not in e]  # that 403, provoked
+
+    admin = session("root")
+    admin_token = mesh.mint(TENANT, role="admin", subject="root")
+    admin.page.evaluate("t => localStorage.setItem('docuthinker.token', t)", admin_token)
+    try:
+        admin.go("settings")
+        admin.page.fill("#server-url", llamacpp)
+        admin.page.fill("#server-model", "smollm2")
+        admin.page.fill("#server-window", "2048")
+        admin.page.get_by_role("button", name="Check and save").click()
+        expect(admin.page.locator('[data-testid="server-saved"]')).to_contain_text("Saved: smollm2")
+        expect(admin.page.locator('[data-testid="server-status"]')).to_contain_text("(chosen here)")
+        # The NLP service writes the rewrite on that server from its next call.
+        admin.go(f"doc/{library['cats.txt']}")
+        admin.page.fill("#rewrite-style", "one short sentence")
+        admin.page.click("form.rewrite button[type=submit]")
+        rewritten = admin.page.locator("form.rewrite .rewritten")
+        expect(rewritten).not_to_be_empty()
+        expect(admin.page.locator("form.rewrite .analysis-out")).to_contain_text("engine: openai")
+    finally:  # the session's mesh is shared: back to the local model
+        with httpx.Client(base_url=mesh.base_url, timeout=60,
+                          headers={"authorization": f"Bearer {admin_token}"}) as api:
+            assert api.put("/v1/settings/model-server", json={"base_url": ""}).status_code == 200

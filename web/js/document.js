@@ -343,8 +343,8 @@ export function markInPreview(doc, cite, spanText) {
 }
 
 // Generative operations run on a language model: offline that is the small local one, on the CPU.
-const LOCAL_NOTE = "Written by a language model: without a provider configured that is the small local model on this"
-  + " machine's CPU, which takes about a minute here (seconds with a provider) and writes plainly.";
+const LOCAL_NOTE = "Written by a language model: without a provider or a server chosen under Settings that is the small"
+  + " local model on this machine's CPU, which takes about a minute here (seconds with a server) and writes plainly.";
 
 /** Elapsed seconds beside a slow call, so a wait is never silent. */
 function ticking(target) {

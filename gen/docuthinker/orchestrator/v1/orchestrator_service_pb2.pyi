@@ -686,6 +686,58 @@ class ReadUserConversationResponse(_message.Message):
     turns: _containers.RepeatedCompositeFieldContainer[ConversationTurn]
     def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ..., turns: _Optional[_Iterable[_Union[ConversationTurn, _Mapping]]] = ...) -> None: ...
 
+class ModelServer(_message.Message):
+    __slots__ = ("base_url", "model", "has_api_key", "context_window")
+    BASE_URL_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    HAS_API_KEY_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    base_url: str
+    model: str
+    has_api_key: bool
+    context_window: int
+    def __init__(self, base_url: _Optional[str] = ..., model: _Optional[str] = ..., has_api_key: _Optional[bool] = ..., context_window: _Optional[int] = ...) -> None: ...
+
+class GetModelServerRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetModelServerResponse(_message.Message):
+    __slots__ = ("server", "configured", "source", "models", "problem")
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    CONFIGURED_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    server: ModelServer
+    configured: bool
+    source: str
+    models: _containers.RepeatedScalarFieldContainer[str]
+    problem: str
+    def __init__(self, server: _Optional[_Union[ModelServer, _Mapping]] = ..., configured: _Optional[bool] = ..., source: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., problem: _Optional[str] = ...) -> None: ...
+
+class SetModelServerRequest(_message.Message):
+    __slots__ = ("base_url", "model", "api_key", "context_window")
+    BASE_URL_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    base_url: str
+    model: str
+    api_key: str
+    context_window: int
+    def __init__(self, base_url: _Optional[str] = ..., model: _Optional[str] = ..., api_key: _Optional[str] = ..., context_window: _Optional[int] = ...) -> None: ...
+
+class SetModelServerResponse(_message.Message):
+    __slots__ = ("server", "configured", "models")
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    CONFIGURED_FIELD_NUMBER: _ClassVar[int]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    server: ModelServer
+    configured: bool
+    models: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, server: _Optional[_Union[ModelServer, _Mapping]] = ..., configured: _Optional[bool] = ..., models: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class GetHealthRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

@@ -140,6 +140,16 @@ class OrchestratorServiceStub:
                 request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ClearConversationRequest.SerializeToString,
                 response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ClearConversationResponse.FromString,
                 _registered_method=True)
+        self.GetModelServer = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/GetModelServer',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.GetModelServerRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.GetModelServerResponse.FromString,
+                _registered_method=True)
+        self.SetModelServer = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/SetModelServer',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.SetModelServerRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.SetModelServerResponse.FromString,
+                _registered_method=True)
         self.GetHealth = channel.unary_unary(
                 '/docuthinker.orchestrator.v1.OrchestratorService/GetHealth',
                 request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.GetHealthRequest.SerializeToString,
@@ -303,6 +313,22 @@ class OrchestratorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetModelServer(self, request, context):
+        """The OpenAI-compatible server (Ollama, llama.cpp, vLLM) that serves language-model tasks instead of the local
+        model, with the models it lists; none until one is chosen.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetModelServer(self, request, context):
+        """Admin only: chooses that server (checked first: it must list its models), or none with an empty base_url.
+        Every service uses it from its next call.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetHealth(self, request, context):
         """Health of the orchestrator and every downstream service.
         """
@@ -417,6 +443,16 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.ClearConversation,
                     request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ClearConversationRequest.FromString,
                     response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ClearConversationResponse.SerializeToString,
+            ),
+            'GetModelServer': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetModelServer,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.GetModelServerRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.GetModelServerResponse.SerializeToString,
+            ),
+            'SetModelServer': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetModelServer,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.SetModelServerRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.SetModelServerResponse.SerializeToString,
             ),
             'GetHealth': grpc.unary_unary_rpc_method_handler(
                     servicer.GetHealth,
@@ -992,6 +1028,60 @@ class OrchestratorService:
             '/docuthinker.orchestrator.v1.OrchestratorService/ClearConversation',
             docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ClearConversationRequest.SerializeToString,
             docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ClearConversationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetModelServer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/GetModelServer',
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.GetModelServerRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.GetModelServerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetModelServer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/SetModelServer',
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.SetModelServerRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.SetModelServerResponse.FromString,
             options,
             channel_credentials,
             insecure,
