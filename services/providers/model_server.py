@@ -149,15 +149,28 @@ class ConfiguredServerProvider:
             self._built = (server, provider)
         return self._built[1]
 
+    # Read from the file at each use (another process may have changed it); settable as the Provider protocol
+    # asks, as an override of what the file says.
+    _model: str | None = None
+    _context_window: int | None = None
+
     @property
     def model(self) -> str:
         server = self._file.read()
-        return server.model if server else ""
+        return self._model or (server.model if server else "")
+
+    @model.setter
+    def model(self, value: str) -> None:
+        self._model = value
 
     @property
     def context_window(self) -> int:
         server = self._file.read()
-        return server.context_window if server else DEFAULT_CONTEXT_WINDOW
+        return self._context_window or (server.context_window if server else DEFAULT_CONTEXT_WINDOW)
+
+    @context_window.setter
+    def context_window(self, value: int) -> None:
+        self._context_window = value
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         return await self._provider().generate(request)

@@ -13,7 +13,6 @@ from aiohttp.test_utils import TestServer
 
 from services.providers.base import GenerationRequest, Message
 from services.providers.model_server import ConfiguredServerProvider, ModelServer, ModelServerFile, check, probe
-from services.providers.pricing import load_price_table
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
 from services.runtime.errors import FailedPrecondition, InvalidArgument
