@@ -165,7 +165,8 @@ def test_a_conversation_with_a_follow_up_is_kept_on_the_server(session, library,
     expect(again.page.locator("#chat-title")).to_have_text("Cats and their author")
     # Another user of the tenant sees none of it.
     other = session("bob")
-    other.go(f"ask?c={conversation_id}")
+    with other.page.expect_response(lambda r: conversation_id in r.url and r.status == 404):
+        other.go(f"ask?c={conversation_id}")
     expect(other.page.locator("#chat-title")).to_have_text("New conversation")
     expect(other.page.locator(".chats li a")).to_have_count(0)
     other.errors = [e for e in other.errors if f"/v1/conversations/{conversation_id}" not in e]  # its 404
