@@ -98,7 +98,7 @@ class Router:
 
     def _no_provider(self, task: str) -> NoProviderAvailable:
         order = self._settings.order_for(task)
-        variables = enabling_variables(order, set(self._providers))
+        variables = enabling_variables(order, {n for n, p in self._providers.items() if available(p)})
         if variables:
             hint = "set " + ", or ".join(variables) + " to enable a provider"
         else:
