@@ -6,15 +6,15 @@ import json
 import os
 import pathlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
 
-from docuthinker_cli import render
-from docuthinker_cli.client import DEFAULT_GATEWAY, Gateway, GatewayError
+from docuthinker_cli import account, chat, render
+from docuthinker_cli.client import Gateway, GatewayError
 from docuthinker_cli.exit_codes import ExitCode
-from docuthinker_cli.progress import upload_all
+from docuthinker_cli.progress import expand, upload_all
+from docuthinker_cli.runner import Json, Library, Target, run, target_from
 
 app = typer.Typer(
     name="docuthinker",
@@ -26,42 +26,12 @@ app = typer.Typer(
 graph_app = typer.Typer(help="The knowledge graph.", no_args_is_help=True)
 app.add_typer(graph_app, name="graph")
 
-Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts).")]
-
-
-def token_file() -> pathlib.Path:
-    """Where ``make run`` leaves its admin token: ``DOCUTHINKER_TOKEN_FILE``, else ``<data dir>/auth/token``."""
-    named = os.environ.get("DOCUTHINKER_TOKEN_FILE")
-    if named:
-        return pathlib.Path(named)
-    return pathlib.Path(os.environ.get("DOCUTHINKER_DATA_DIR", "data")) / "auth" / "token"
-
-
-def default_token() -> str | None:
-    """The local mesh's token, when no ``--token``/``DOCUTHINKER_TOKEN`` is given and the file is readable."""
-    try:
-        return token_file().read_text().strip() or None
-    except OSError:
-        return None
-
-
-@dataclass(frozen=True)
-class Target:
-    gateway: str
-    token: str | None
-    tenant: str | None
-    timeout_s: float
-
-    def connect(self) -> Gateway:
-        return Gateway(self.gateway, self.token, self.tenant, self.timeout_s)
-
-
 def _complete_document_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
     """Shell completion of DOC arguments: the ids of the tenant's documents, with their names."""
     root = ctx.find_root().params
-    target = Target(root.get("gateway") or os.environ.get("DOCUTHINKER_GATEWAY_URL", DEFAULT_GATEWAY),
-                    root.get("token") or os.environ.get("DOCUTHINKER_TOKEN") or default_token(),
-                    root.get("tenant") or os.environ.get("DOCUTHINKER_TENANT"), 3.0)
+    target = target_from(root.get("gateway") or os.environ.get("DOCUTHINKER_GATEWAY_URL"),
+                     root.get("token") or os.environ.get("DOCUTHINKER_TOKEN"),
+                     root.get("tenant") or os.environ.get("DOCUTHINKER_TENANT"), 3.0)
     try:
         with target.connect() as gateway:
             docs = gateway.documents()
@@ -70,56 +40,54 @@ def _complete_document_ids(ctx: typer.Context, incomplete: str) -> list[tuple[st
     return [(d["document_id"], d.get("filename", "")) for d in docs if d["document_id"].startswith(incomplete)]
 
 
-Doc = Annotated[str, typer.Argument(help="Document id (see `docuthinker docs`).",
-                                    autocompletion=_complete_document_ids)]
-Docs = Annotated[list[str] | None, typer.Option("--doc", "-d", help="Only this document (repeatable).",
+Doc = Annotated[str, typer.Argument(help="A document: its name, part of its name, the start of its id, or its id"
+                                         " (see `docuthinker docs`).", autocompletion=_complete_document_ids)]
+Docs = Annotated[list[str] | None, typer.Option("--doc", "-d", help="Only this document (name, id or id prefix;"
+                                                                    " repeatable).",
                                                 autocompletion=_complete_document_ids)]
 
 
 @app.callback()
 def main_options(
     ctx: typer.Context,
-    gateway: Annotated[str, typer.Option(envvar="DOCUTHINKER_GATEWAY_URL", help="Gateway base URL.")] = DEFAULT_GATEWAY,
+    gateway: Annotated[str | None, typer.Option(envvar="DOCUTHINKER_GATEWAY_URL", show_default=False,
+                                                help="Gateway base URL; default: the config file's (docuthinker"
+                                                     " login), else http://127.0.0.1:8080.")] = None,
     token: Annotated[str | None, typer.Option(envvar="DOCUTHINKER_TOKEN", show_default=False,
-                                              help="Bearer token; default: the one `make run` wrote to"
-                                                   " $DOCUTHINKER_TOKEN_FILE or data/auth/token.")] = None,
+                                              help="Bearer token; default: $DOCUTHINKER_TOKEN_FILE, the config file's"
+                                                   " (docuthinker login), else data/auth/token (make run's).")] = None,
     tenant: Annotated[str | None, typer.Option(envvar="DOCUTHINKER_TENANT",
                                                help="x-tenant-id to send (auth off; with auth the token decides).",
                                                show_default=False)] = None,
     timeout: Annotated[float, typer.Option(min=1, help="Seconds to wait for one reply.")] = 300.0,
 ) -> None:
-    ctx.obj = Target(gateway, token or default_token(), tenant, timeout)
-
-
-def _run(ctx: typer.Context, as_json: bool, action: Callable[[Gateway], ExitCode | None]) -> None:
-    """Runs ``action`` against the gateway; a ``GatewayError`` becomes its message and exit code."""
-    target: Target = ctx.obj
-    try:
-        with target.connect() as gateway:
-            code = action(gateway) or ExitCode.OK
-    except GatewayError as exc:
-        if as_json:
-            render.emit_json(exc.as_json())
-        render.error(str(exc))
-        raise typer.Exit(int(exc.exit_code)) from None
-    if code is not ExitCode.OK:
-        raise typer.Exit(int(code))
+    ctx.obj = target_from(gateway, token, tenant, timeout)
 
 
 # -- documents ---------------------------------------------------------------------------
 @app.command()
 def upload(
     ctx: typer.Context,
-    files: Annotated[list[pathlib.Path], typer.Argument(help="Files to upload (PDF, DOCX, XLSX, CSV, HTML, ...).")],
+    files: Annotated[list[pathlib.Path], typer.Argument(help="Files or folders to upload (PDF, DOCX, XLSX, CSV, HTML,"
+                                                            " ...; a folder: every such file under it).")],
     wait: Annotated[bool, typer.Option("--wait", help="Also wait until each document is in the knowledge graph.")]
     = False,
     wait_timeout: Annotated[float, typer.Option(help="Seconds --wait waits per document.")] = 120.0,
+    parallel: Annotated[int, typer.Option("--parallel", "-j", min=1, max=16,
+                                          help="Files sent at the same time.")] = 2,
     as_json: Json = False,
 ) -> None:
-    """Upload files, one progress bar each; a document is searchable when its bar says ready."""
+    """Upload files and folders, a few at a time, one progress bar each; a document is searchable when its bar
+    says ready."""
+    target: Target = ctx.obj
+    paths = expand(files)
+    if not paths:
+        render.error("nothing to upload: the folders hold no file of a type DocuThinker reads")
+        raise typer.Exit(int(ExitCode.USAGE))
 
     def action(gateway: Gateway) -> ExitCode:
-        outcomes = upload_all(gateway, files, render.err, wait_graph=wait, wait_timeout_s=wait_timeout)
+        outcomes = upload_all(target.connect, paths, render.err, wait_graph=wait, wait_timeout_s=wait_timeout,
+                              parallel=parallel)
         if as_json:
             render.emit_json([o.as_json() for o in outcomes])
         else:
@@ -132,7 +100,7 @@ def upload(
         failed = [o.error for o in outcomes if o.error is not None]
         return failed[0].exit_code if failed else ExitCode.OK
 
-    _run(ctx, as_json, action)
+    run(ctx, as_json, action)
 
 
 @app.command()
@@ -143,23 +111,24 @@ def docs(ctx: typer.Context, as_json: Json = False) -> None:
         found = gateway.documents()
         render.emit_json(found) if as_json else render.documents(found)
 
-    _run(ctx, as_json, action)
+    run(ctx, as_json, action)
 
 
 @app.command()
 def delete(ctx: typer.Context, document_ids: Annotated[list[str], typer.Argument(
-        help="Document ids.", autocompletion=_complete_document_ids)], as_json: Json = False) -> None:
+        help="Documents: names, ids or id prefixes.", autocompletion=_complete_document_ids)],
+        as_json: Json = False) -> None:
     """Delete documents (their chunks, vectors and graph facts)."""
 
     def action(gateway: Gateway) -> None:
-        removed = [gateway.delete(doc) for doc in document_ids]
+        removed = [gateway.delete(doc) for doc in Library(gateway).ids(document_ids)]
         if as_json:
             render.emit_json(removed)
         else:
             for r in removed:
                 render.out.print(f"deleted {r.get('document_id')} ({r.get('chunks_removed', 0)} chunks)")
 
-    _run(ctx, as_json, action)
+    run(ctx, as_json, action)
 
 
 # -- answers and search ----------------------------------------------------------------------
@@ -176,7 +145,7 @@ def ask(
 
     def action(gateway: Gateway) -> None:
         final: dict[str, Any] | None = None
-        for event in gateway.ask_stream(question, list(doc or []), agent=agent):
+        for event in gateway.ask_stream(question, Library(gateway).ids(doc), agent=agent):
             if "answer_delta" in event and not as_json:
                 render.delta(event["answer_delta"])
             elif "node" in event and not as_json:
@@ -193,7 +162,7 @@ def ask(
             render.out.print(answer.get("answer", ""), markup=False)
         render.answer_footer(answer)
 
-    _run(ctx, as_json, action)
+    run(ctx, as_json, action)
 
 
 @app.command()
@@ -207,20 +176,20 @@ def search(
     """Hybrid (keyword + semantic) search over your documents' chunks."""
 
     def action(gateway: Gateway) -> None:
-        body = gateway.search(query, top_k, list(doc or []))
+        body = gateway.search(query, top_k, Library(gateway).ids(doc))
         render.emit_json(body) if as_json else render.search(body.get("results", []))
 
-    _run(ctx, as_json, action)
+    run(ctx, as_json, action)
 
 
 # -- NLP on a stored document ------------------------------------------------------------------
 def _nlp_command(operation: str, show: Callable[[dict[str, Any]], None], summary: str) -> None:
     def command(ctx: typer.Context, document_id: Doc, as_json: Json = False) -> None:
         def action(gateway: Gateway) -> None:
-            body = gateway.nlp(operation, document_id)
+            body = gateway.nlp(operation, Library(gateway).id(document_id))
             render.emit_json(body) if as_json else show(body)
 
-        _run(ctx, as_json, action)
+        run(ctx, as_json, action)
 
     command.__doc__ = summary
     app.command(operation)(command)
@@ -259,7 +228,7 @@ def graph_query(
         body = gateway.graph_query(cypher, params, limit)
         render.emit_json(body) if as_json else render.graph_rows(body)
 
-    _run(ctx, as_json, action)
+    run(ctx, as_json, action)
 
 
 @app.command()
@@ -271,7 +240,7 @@ def health(ctx: typer.Context, as_json: Json = False) -> None:
         render.emit_json(body) if as_json else render.health(body)
         return ExitCode.OK if body.get("status") == "SERVING" else ExitCode.UNAVAILABLE
 
-    _run(ctx, as_json, action)
+    run(ctx, as_json, action)
 
 
 @app.command()
@@ -282,7 +251,15 @@ def costs(ctx: typer.Context, as_json: Json = False) -> None:
         body = gateway.costs()
         render.emit_json(body) if as_json else render.costs(body)
 
-    _run(ctx, as_json, action)
+    run(ctx, as_json, action)
+
+
+# -- conversations and the account -----------------------------------------------------------
+app.command()(chat.chat)
+app.add_typer(chat.conversations_app, name="conversations")
+app.command()(account.login)
+app.command()(account.logout)
+app.add_typer(account.config_app, name="config")
 
 
 def _add_subcommands() -> None:

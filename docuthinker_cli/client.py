@@ -165,6 +165,27 @@ class Gateway:
     def search(self, query: str, top_k: int, document_ids: list[str]) -> dict[str, Any]:
         return self._call("POST", "/v1/search", json={"query": query, "top_k": top_k, "document_ids": document_ids})
 
+    # -- conversations ----------------------------------------------------------------
+    def conversations(self, page_size: int = 200) -> list[dict[str, Any]]:
+        """The caller's conversations, most recently used first."""
+        return self._call("GET", "/v1/conversations", params={"page_size": page_size}).get("conversations", [])
+
+    def conversation(self, conversation_id: str) -> dict[str, Any]:
+        """A conversation and its turns (oldest first)."""
+        return self._call("GET", f"/v1/conversations/{conversation_id}")
+
+    def rename_conversation(self, conversation_id: str, title: str) -> dict[str, Any]:
+        return self._call("PATCH", f"/v1/conversations/{conversation_id}", json={"title": title})["conversation"]
+
+    def delete_conversation(self, conversation_id: str) -> bool:
+        return bool(self._call("DELETE", f"/v1/conversations/{conversation_id}").get("deleted"))
+
+    def ask_in(self, conversation_id: str, question: str, document_ids: list[str]) -> Iterator[dict[str, Any]]:
+        """``/v1/conversations/{id}:ask`` ("-": a new one): conversation, resolved, answer deltas, citations, done."""
+        yield from self._stream("POST", f"/v1/conversations/{conversation_id or '-'}:ask",
+                                json={"question": question, "document_ids": document_ids},
+                                headers={"Accept": "text/event-stream"})
+
     # -- NLP on a stored document ----------------------------------------------------
     def nlp(self, operation: str, document_id: str) -> dict[str, Any]:
         """``operation``: summary, key-ideas, entities or sentiment."""

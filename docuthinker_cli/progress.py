@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pathlib
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,17 +55,51 @@ class Outcome:
         return body
 
 
-def upload_all(gateway: Gateway, paths: list[pathlib.Path], console: Console, *, wait_graph: bool,
-               wait_timeout_s: float) -> list[Outcome]:
-    """Uploads one file after another (the server indexes one at a time anyway), each with its own bar."""
+# What a folder upload takes (the types the gateway parses); named files are sent whatever their type.
+UPLOADABLE = frozenset(
+    """.pdf .docx .xlsx .xls .csv .tsv .pptx .odt .ods .epub .eml .rtf .html .htm .md .markdown .txt .text .json
+    .xml .png .jpg .jpeg .tif .tiff .webp .bmp .gif .mp3 .wav .m4a .ogg .oga .opus .flac .webm .mp4 .mov .mkv""".split()
+)
+
+
+def expand(paths: list[pathlib.Path]) -> list[pathlib.Path]:
+    """Files as given; a folder as the files under it that the gateway parses (hidden ones left out), sorted."""
+    files: list[pathlib.Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(
+                f for f in path.rglob("*")
+                if f.is_file() and f.suffix.lower() in UPLOADABLE
+                and not any(part.startswith(".") for part in f.relative_to(path).parts)))
+        else:
+            files.append(path)
+    return list(dict.fromkeys(files))
+
+
+def upload_all(connect: Callable[[], Gateway], paths: list[pathlib.Path], console: Console, *, wait_graph: bool,
+               wait_timeout_s: float, parallel: int = 2) -> list[Outcome]:
+    """Uploads ``parallel`` files at a time (each over its own connection), each with its own bar; the
+    outcomes come back in the order of ``paths``."""
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                TextColumn("{task.fields[stage]}"), TimeElapsedColumn())
-    outcomes: list[Outcome] = []
+    local = threading.local()
+
+    def gateway() -> Gateway:
+        if not hasattr(local, "gateway"):
+            local.gateway = connect()
+            opened.append(local.gateway)
+        return local.gateway
+
+    opened: list[Gateway] = []
     with Progress(*columns, console=console, transient=False) as bars:
         tasks = {path: bars.add_task(escape(path.name), total=100, stage="waiting") for path in paths}
-        for path in paths:
-            outcomes.append(_upload(gateway, path, bars, tasks[path], wait_graph, wait_timeout_s))
-    return outcomes
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="upload") as pool:
+                return list(pool.map(
+                    lambda path: _upload(gateway(), path, bars, tasks[path], wait_graph, wait_timeout_s), paths))
+        finally:
+            for client in opened:
+                client.close()
 
 
 def _upload(gateway: Gateway, path: pathlib.Path, bars: Progress, task: TaskID, wait_graph: bool,

@@ -31,11 +31,18 @@ def _status(value: str, prefix: str) -> str:
     return value.removeprefix(prefix).lower() if value else ""
 
 
+SHORT_ID = 12
+"""Characters of an id shown in tables: enough to name it (any unique start does, as does the name)."""
+
+
 def documents(docs: list[dict[str, Any]]) -> None:
     table = Table("id", "name", "type", "pages", "chunks", "status", "graph", "size", "created")
     for doc in docs:
-        table.add_row(doc.get("document_id", ""), escape(doc.get("filename", "")), doc.get("file_type", ""),
-                      str(doc.get("page_count", 0)), str(doc.get("chunk_count", 0)),
+        pages = int(doc.get("page_count", 0) or 0)
+        sheets = len(doc.get("sheet_names") or [])
+        table.add_row(doc.get("document_id", "")[:SHORT_ID], escape(doc.get("filename", "")), doc.get("file_type", ""),
+                      str(pages) if pages else (f"{sheets} sheet{'s' * (sheets != 1)}" if sheets else "-"),
+                      str(doc.get("chunk_count", 0)),
                       _status(doc.get("status", ""), "DOCUMENT_STATUS_"),
                       _status(doc.get("graph_sync", ""), "GRAPH_SYNC_STATUS_"),
                       _size(int(doc.get("size_bytes", 0) or 0)), (doc.get("create_time") or "")[:19])
@@ -164,3 +171,28 @@ def costs(body: dict[str, Any]) -> None:
               f"today ${float(body.get('daily_spent', 0)):.4f} of ${float(body.get('daily_budget', 0)):.2f}, "
               f"this month ${float(body.get('monthly_spent', 0)):.4f} of ${float(body.get('monthly_budget', 0)):.2f}"
               + (" [bold red](budget warning)[/]" if body.get("warning") else ""))
+
+
+def conversations(items: list[dict[str, Any]]) -> None:
+    table = Table("id", "title", "turns", "updated")
+    for item in items:
+        table.add_row(item.get("conversation_id", "")[:SHORT_ID], escape(item.get("title", "") or "(untitled)"),
+                      str(item.get("turn_count", 0)), (item.get("update_time") or "")[:19].replace("T", " "))
+    out.print(table)
+    out.print(f"{len(items)} conversation(s)")
+
+
+def resolved(event: dict[str, Any]) -> None:
+    """How a follow-up was read, when it was rewritten."""
+    if event.get("rewritten"):
+        err.print(f"[dim](read as: {escape(event.get('resolved', ''))})[/]")
+
+
+def turn(item: dict[str, Any]) -> None:
+    out.print(f"[bold]you>[/] {escape(item.get('question', ''))}")
+    if item.get("resolved_question"):
+        out.print(f"[dim](read as: {escape(item['resolved_question'])})[/]")
+    answer = item.get("answer", {})
+    out.print(escape(answer.get("answer", "")))
+    citations(answer.get("citations", []))
+    out.print("")

@@ -14,14 +14,16 @@ the gateway may be any tenant with one ``x-tenant-id`` header, and is an admin.
 
 With it on, Envoy does this to every request but ``GET /v1/health``, in this order:
 
-1. It drops any ``x-tenant-id`` and ``x-docuthinker-role`` header the client sent.
+1. It drops any ``x-tenant-id``, ``x-docuthinker-role`` and ``x-docuthinker-subject`` header the client sent.
 2. It verifies the ``Authorization: Bearer`` token: signature, issuer, audience and expiry.
    Failing that, the answer is HTTP 401 (gRPC UNAUTHENTICATED).
 3. It requires the tenant claim (``DOCUTHINKER_AUTH_TENANT_CLAIM``), shaped like a tenant id.
    Failing that, the answer is HTTP 403 (gRPC PERMISSION_DENIED).
 4. It sets ``x-tenant-id`` from that claim and ``x-docuthinker-role`` from the role claim
    (``DOCUTHINKER_AUTH_ROLE_CLAIM``; ``admin`` sees mesh-wide costs and every tenant's dead
-   letters, anything else, or none, is a ``user`` who sees only its tenant's).
+   letters, anything else, or none, is a ``user`` who sees only its tenant's), and
+   ``x-docuthinker-subject`` from the ``sub`` claim (who the caller is within the tenant: conversations
+   are that user's alone).
 
 Both errors are ``google.rpc.Status`` JSON, like every other error of the REST surface. The
 services behind Envoy trust those two headers only from callers holding the mesh credential
@@ -45,7 +47,7 @@ from jwt.algorithms import RSAAlgorithm
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.runtime.request_context import ADMIN, ROLE_HEADER, TENANT_HEADER, TENANT_PATTERN, USER
+from services.runtime.request_context import ADMIN, ROLE_HEADER, SUBJECT_HEADER, TENANT_HEADER, TENANT_PATTERN, USER
 
 KEY_FILE = "signing-key.pem"
 JWKS_FILE = "jwks.json"
@@ -100,7 +102,8 @@ def http_filters(auth: AuthSettings) -> list[dict]:
         "name": "envoy.filters.http.header_mutation",
         "typed_config": {
             "@type": "type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation",
-            "mutations": {"request_mutations": [{"remove": TENANT_HEADER}, {"remove": ROLE_HEADER}]},
+            "mutations": {"request_mutations": [{"remove": TENANT_HEADER}, {"remove": ROLE_HEADER},
+                                                 {"remove": SUBJECT_HEADER}]},
         },
     }
     verify = {
@@ -114,7 +117,8 @@ def http_filters(auth: AuthSettings) -> list[dict]:
                     "local_jwks": {"filename": str(pathlib.Path(auth.jwks_file).resolve())},
                     "payload_in_metadata": _PAYLOAD_METADATA,
                     "claim_to_headers": [{"header_name": TENANT_HEADER, "claim_name": auth.tenant_claim},
-                                         {"header_name": ROLE_HEADER, "claim_name": auth.role_claim}],
+                                         {"header_name": ROLE_HEADER, "claim_name": auth.role_claim},
+                                         {"header_name": SUBJECT_HEADER, "claim_name": "sub"}],
                 }
             },
             "rules": [

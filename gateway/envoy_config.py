@@ -28,7 +28,7 @@ from gateway import auth as edge_auth
 from gateway import edge_policy, http_apps, mesh_credentials, request_validation, static_site, upstreams
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
-from services.runtime import mesh_auth
+from services.runtime import gateway_reflection, mesh_auth
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 from services.runtime.contracts import RpcMethod, methods_of
 
@@ -40,7 +40,7 @@ HEADER_MUTATION = "envoy.filters.http.header_mutation"
 
 # Calls answering with a user's uploaded bytes (HTML, SVG ...) on the web app's origin: a browser
 # opening one directly gets them sandboxed (no scripts, no access to the app's stored token).
-UNTRUSTED_BYTES = frozenset({"GetDocumentContent"})
+UNTRUSTED_BYTES = frozenset({"GetDocumentContent", "GetDocumentPreview"})
 UNTRUSTED_BYTES_HEADERS = {
     "content-security-policy": "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'",
     "x-content-type-options": "nosniff",
@@ -120,6 +120,16 @@ def _routes(service: str, methods: list[Method]) -> list[dict]:
     return routes
 
 
+def _reflection_routes() -> list[dict]:
+    """grpcurl at the gateway without -protoset: server reflection goes to the orchestrator, marked as coming
+    through the gateway, and it describes every public service (``services/runtime/gateway_reflection.py``)."""
+    return [{"match": {"prefix": prefix}, "name": prefix,
+             "route": {"cluster": "orchestrator", "timeout": "0s", "idle_timeout": "60s"},
+             "request_headers_to_add": [{"header": {"key": gateway_reflection.GATEWAY_HEADER, "value": "1"},
+                                         "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}]}
+            for prefix in gateway_reflection.METHOD_PREFIXES]
+
+
 def _cluster(service: str, settings: MeshSettings, health_service: str) -> dict:
     # Every replica of the service (its target setting), each health-checked and ejected on its own. HTTP/2
     # PINGs to each, as services ping each other (services/runtime/keepalive.py): a paused service's
@@ -136,7 +146,8 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
     rate_limit = edge_policy.rate_limit_filter(edge)
     methods = load_methods(descriptor_set)
     full_names = {short: ms[0].service for short, ms in methods.items()}
-    routes = [*http_apps.routes(), *(r for service in SERVICE_NAMES for r in _routes(service, methods[service]))]
+    routes = [*http_apps.routes(), *(r for service in SERVICE_NAMES for r in _routes(service, methods[service])),
+              *_reflection_routes()]
     edge_filters = edge_auth.http_filters(auth) if auth is not None and auth.enabled else []
     # The web app at / (web/): exact-path routes answered by Envoy itself, ahead of the RPC routes.
     web_routes = static_site.routes([TRANSCODER, *(f["name"] for f in edge_filters if f["name"] != HEADER_MUTATION)])

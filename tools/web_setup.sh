@@ -14,3 +14,6 @@ fi
 mkdir -p vendor
 cp node_modules/pdfjs-dist/build/pdf.min.mjs node_modules/pdfjs-dist/build/pdf.worker.min.mjs vendor/
 cp node_modules/cytoscape/dist/cytoscape.esm.min.mjs vendor/
+# axe-core (a devDependency) stays in node_modules: the accessibility test injects it into the page
+# (tests/e2e/test_web_journeys.py); it is never served to users.
+test -f node_modules/axe-core/axe.min.js || { echo "error: axe-core is missing from web/node_modules" >&2; exit 1; }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import secrets
 import sys
 
 from gateway.auth import ROLES, AuthSettings, keygen, mint
@@ -18,7 +19,7 @@ from services.launcher import demo
 from services.launcher.local_auth import LocalAuth
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.launcher.mesh import Mesh
-from services.launcher.settings import LauncherSettings, parse_replicas
+from services.launcher.settings import LauncherSettings, offset_ports, parse_replicas
 from services.launcher.stop_signals import StopSignals
 from services.launcher.supervisor import Supervisor
 from services.runtime.config import SERVICE_NAMES, MeshSettings
@@ -27,6 +28,8 @@ from services.runtime.request_context import USER
 
 def _token(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     ttl_s = args.ttl_hours * 3600
+    # Without a subject a token would name nobody (no conversations); a fresh one keeps two tokens apart.
+    args.subject = args.subject or f"user-{secrets.token_hex(4)}"
     try:
         if args.key is not None:
             print(mint(args.key, args.tenant, ttl_s=ttl_s, auth=AuthSettings(), subject=args.subject, role=args.role))
@@ -55,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     issue.add_argument("--tenant", default="default")
     issue.add_argument("--role", choices=ROLES, default=USER, help="admin sees mesh-wide costs and dead letters")
     issue.add_argument("--ttl-hours", type=float, default=24.0)
-    issue.add_argument("--subject", default="", help="who the token is for (the sub claim)")
+    issue.add_argument("--subject", default="", help="who the token is for (the sub claim; conversations are kept per"
+                                                      " subject); default: a new user-<random> for each token")
     issue.add_argument("--key", type=pathlib.Path, default=None,
                        help="a signing key made by keygen (default: the local mesh's, <data_dir>/auth)")
     generate = commands.add_parser("keygen", help="make a signing key and add its public key to DIR/jwks.json")
@@ -66,11 +70,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prometheus-port", type=int, default=9090, help="port of that Prometheus (default 9090)")
     parser.add_argument("--replicas", type=parse_replicas, default=None, metavar="SERVICE=N,...",
                         help="processes per service, e.g. rag=2,nlp=2,orchestrator=2 (or DOCUTHINKER_LAUNCHER_REPLICAS)")
+    parser.add_argument("--port-offset", type=int, default=int(os.environ.get("DOCUTHINKER_PORT_OFFSET", "0") or 0),
+                        metavar="N", help="move every port by N (a second mesh on this machine: --port-offset 100,"
+                                          " with its own DOCUTHINKER_DATA_DIR), or DOCUTHINKER_PORT_OFFSET")
     args = parser.parse_args(argv)
     if args.command == "token":
         return _token(args, parser)
     if args.command == "keygen":
         return _keygen(args)
+    try:
+        os.environ.update(offset_ports(dict(os.environ), args.port_offset))
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.port_offset and args.prometheus_port == 9090:
+        args.prometheus_port += args.port_offset
     settings = MeshSettings()
     launcher = LauncherSettings()
     ceiling = MemoryCeiling(launcher.memory_max_mb)

@@ -127,6 +127,8 @@ class Mesh:
         check_replicas(self.replicas, env)
         # Every child proves it is the mesh with the secret in this file (made at start).
         env.setdefault("DOCUTHINKER_MESH_CREDENTIAL_FILE", str(self.data_dir / "auth" / mesh_auth.CREDENTIAL_FILE))
+        # The Settings page's model server, one file every process reads (services/providers/model_server.py).
+        env.setdefault("DOCUTHINKER_MODEL_SERVER_FILE", str(self.data_dir / "settings" / "model-server.json"))
         self._plan_children(env, settings_from_env(MeshSettings, env))
         self.env = env
         # Read from the children's environment, not this process's: the launcher's own stays as it was.
@@ -173,9 +175,9 @@ class Mesh:
         return f"{self.settings.local_host}:{self.children[name].port}"
 
     # -- callers (tests, benchmarks, the demo) -------------------------------------------
-    def mint(self, tenant: str = "default", role: str = "user", ttl_s: float = 3600) -> str | None:
-        """A bearer token for ``tenant`` signed with the mesh's local key; None with auth off."""
-        return self.local_auth.token(tenant, role, ttl_s)
+    def mint(self, tenant: str = "default", role: str = "user", ttl_s: float = 3600, subject: str = "tests") -> str | None:
+        """A bearer token for ``tenant`` (and the user ``subject``) signed with the mesh's local key; None with auth off."""
+        return self.local_auth.token(tenant, role, ttl_s, subject=subject)
 
     def http(self, role: str = "user", **options) -> httpx.Client:
         """An httpx client of the gateway that authenticates each request as the tenant its x-tenant-id names."""

@@ -46,3 +46,24 @@ class LauncherSettings(BaseSettings):
     @classmethod
     def _replicas(cls, value: object) -> object:
         return parse_replicas(value) if isinstance(value, str) else value
+
+
+def offset_ports(env: dict[str, str], offset: int) -> dict[str, str]:
+    """Every port setting of the mesh (``DOCUTHINKER_*_PORT``: the gateway, its admin, each service, its metrics,
+    the chat API) moved by ``offset`` from its configured value, so a second mesh on this machine needs one
+    number (``--port-offset``) instead of a variable per port. Ports set to 0 (off) stay off."""
+    from services.runtime.config import MeshSettings, settings_from_env
+
+    if offset == 0:
+        return {}
+    configured = settings_from_env(MeshSettings, env)
+    moved = {}
+    for name in MeshSettings.model_fields:
+        if not name.endswith("_port"):
+            continue
+        port = int(getattr(configured, name))
+        if port:
+            if not 0 < port + offset < 65536:
+                raise ValueError(f"--port-offset {offset} moves DOCUTHINKER_{name.upper()} ({port}) out of range")
+            moved[f"DOCUTHINKER_{name.upper()}"] = str(port + offset)
+    return moved

@@ -9,6 +9,7 @@ from typing import Any
 
 from docuthinker.rag.v1 import answers_pb2
 from services.openai_api import errors
+from services.orchestrator.tokens import estimate_tokens
 from services.rag.client import RagClient
 from services.runtime.errors import RemoteError
 from services.runtime.request_context import TENANT_HEADER
@@ -56,6 +57,8 @@ class GroundedAnswer:
     engine: dict[str, str]
     input_tokens: int = 0
     output_tokens: int = 0
+    evidence_tokens: int = 0
+    """The passages the engine read (its retrieved chunks), at the mesh's token estimate."""
 
     @classmethod
     def of(cls, answer: answers_pb2.Answer) -> GroundedAnswer:
@@ -64,6 +67,7 @@ class GroundedAnswer:
             answers_pb2.SupportStatus.Name(answer.support_status), answer.confidence_note,
             {"provider": answer.engine.provider, "model": answer.engine.model},
             int(answer.usage.input_tokens), int(answer.usage.output_tokens),
+            sum(estimate_tokens(chunk.text) for chunk in answer.retrieved_chunks),
         )
 
 

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from services.openai_api import errors, wire
 from services.openai_api.answers import AnswerEngine, Delta, Done, Question
+from services.orchestrator.followups import FollowUpResolver
 from services.runtime import mesh_auth
 from services.runtime.request_context import TENANT_HEADER, TENANT_PATTERN
 
@@ -19,6 +20,7 @@ log = logging.getLogger("docuthinker.openai_api")
 ENGINE = web.AppKey("engine", AnswerEngine)
 DEFAULT_TENANT = web.AppKey("default_tenant", str)
 HEALTH_PATH = "/healthz"
+RESOLVER = FollowUpResolver()
 
 
 def _json(body: dict[str, Any], status: int = 200) -> web.Response:
@@ -72,12 +74,15 @@ async def _chat_request(request: web.Request) -> wire.ChatRequest:
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = await _chat_request(request)
-    question = Question(chat.question, _tenant(request), tuple(chat.document_ids), chat.top_k,
+    # A follow-up ("when did she write it?") is read against the earlier messages, offline (no model).
+    resolution = RESOLVER.resolve(chat.question, chat.history())
+    question = Question(resolution.resolved, _tenant(request), tuple(chat.document_ids), chat.top_k,
                         agent=chat.model == "docuthinker-agent")
     engine = request.app[ENGINE]
     request_id = wire.completion_id()
+    resolved = resolution.resolved if resolution.rewritten else ""
     if not chat.stream:
-        return _json(wire.completion(request_id, chat.model, await engine.answer(question)))
+        return _json(wire.completion(request_id, chat.model, await engine.answer(question), chat.prompt_text, resolved))
     return await _stream(request, chat, engine, question, request_id)
 
 
@@ -103,7 +108,7 @@ async def _stream(request: web.Request, chat: wire.ChatRequest, engine: AnswerEn
             elif isinstance(event, Done):
                 await send(wire.final_chunk(request_id, chat.model, created, event.answer))
                 if chat.stream_options is not None and chat.stream_options.include_usage:
-                    await send(wire.usage_chunk(request_id, chat.model, created, event.answer))
+                    await send(wire.usage_chunk(request_id, chat.model, created, event.answer, chat.prompt_text))
                 break
             event = await anext(events)
     except errors.ApiError as exc:

@@ -9,6 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from services.openai_api.answers import GroundedAnswer, WireCitation
+from services.orchestrator.followups import PastTurn
+from services.orchestrator.tokens import estimate_tokens
 
 MODELS = {
     "docuthinker": "Grounded extractive (or provider-generated) answers with citations: the rag service's Query.",
@@ -72,6 +74,22 @@ class ChatRequest(BaseModel):
                 return message.text.strip()
         return ""
 
+    def history(self) -> list[PastTurn]:
+        """The earlier exchanges (a user message and the assistant's reply after it), oldest first: a follow-up
+        in the last user message is read against them (``services.orchestrator.followups``)."""
+        last_user = max((i for i, m in enumerate(self.messages) if m.role == "user"), default=-1)
+        turns: list[PastTurn] = []
+        for message in self.messages[:last_user]:
+            if message.role == "user" and message.text.strip():
+                turns.append(PastTurn(message.text.strip()))
+            elif message.role == "assistant" and turns and not turns[-1].answer:
+                turns[-1] = PastTurn(turns[-1].question, message.text.strip())
+        return turns
+
+    @property
+    def prompt_text(self) -> str:
+        return "\n".join(m.text for m in self.messages)
+
 
 def completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex}"
@@ -81,9 +99,15 @@ def citation_json(citation: WireCitation) -> dict[str, Any]:
     return citation.as_json()
 
 
-def _usage(answer: GroundedAnswer) -> dict[str, int]:
-    return {"prompt_tokens": answer.input_tokens, "completion_tokens": answer.output_tokens,
-            "total_tokens": answer.input_tokens + answer.output_tokens}
+def usage(answer: GroundedAnswer, prompt_text: str = "") -> dict[str, int]:
+    """The engine's own counts when it used a language model; otherwise counted here (the extractive engine
+    reports none): the prompt is the messages sent plus the passages the engine read, the completion the
+    answer's text, each at the mesh's estimate of a token (``orchestrator.tokens.estimate_tokens``)."""
+    prompt, completion = answer.input_tokens, answer.output_tokens
+    if not prompt and not completion:
+        prompt = estimate_tokens(prompt_text) + answer.evidence_tokens
+        completion = estimate_tokens(answer.text)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def _extras(answer: GroundedAnswer) -> dict[str, Any]:
@@ -91,13 +115,15 @@ def _extras(answer: GroundedAnswer) -> dict[str, Any]:
             "engine": answer.engine}
 
 
-def completion(request_id: str, model: str, answer: GroundedAnswer) -> dict[str, Any]:
+def completion(request_id: str, model: str, answer: GroundedAnswer, prompt_text: str = "",
+               resolved: str = "") -> dict[str, Any]:
     message = {"role": "assistant", "content": answer.text, "refusal": None,
                "citations": [citation_json(c) for c in answer.citations]}
     return {
         "id": request_id, "object": "chat.completion", "created": int(time.time()), "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
-        "usage": _usage(answer), "system_fingerprint": None, **_extras(answer),
+        "usage": usage(answer, prompt_text), "system_fingerprint": None, **_extras(answer),
+        **({"resolved_question": resolved} if resolved else {}),
     }
 
 
@@ -116,10 +142,11 @@ def final_chunk(request_id: str, model: str, created: int, answer: GroundedAnswe
     return chunk(request_id, model, created, delta, "stop", **_extras(answer))
 
 
-def usage_chunk(request_id: str, model: str, created: int, answer: GroundedAnswer) -> dict[str, Any]:
+def usage_chunk(request_id: str, model: str, created: int, answer: GroundedAnswer,
+                prompt_text: str = "") -> dict[str, Any]:
     """Sent when ``stream_options.include_usage``: no choices, only usage (as OpenAI does)."""
     return {"id": request_id, "object": "chat.completion.chunk", "created": created, "model": model,
-            "choices": [], "usage": _usage(answer), "system_fingerprint": None}
+            "choices": [], "usage": usage(answer, prompt_text), "system_fingerprint": None}
 
 
 def model_list() -> dict[str, Any]:

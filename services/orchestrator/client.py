@@ -22,7 +22,7 @@ from services.runtime.errors import Internal, status_error
 class OrchestratorApi(Protocol):
     async def task(self, intent: str, task_id: str, *, message: str = "", text: str = "", audio: bytes = b"",
                    document_ids: Sequence[str] = (), options: Mapping[str, Any] | None = None,
-                   timeout: float | None = None) -> dict[str, Any]: ...
+                   timeout: float | None = None, document_id: str = "") -> dict[str, Any]: ...
 
     async def health(self) -> dict[str, Any]: ...
 
@@ -37,10 +37,10 @@ class OrchestratorClient(ServiceClient):
 
     async def task(self, intent: str, task_id: str, *, message: str = "", text: str = "", audio: bytes = b"",
                    document_ids: Sequence[str] = (), options: Mapping[str, Any] | None = None,
-                   timeout: float | None = None) -> dict[str, Any]:
+                   timeout: float | None = None, document_id: str = "") -> dict[str, Any]:
         """The data of subtask ``task_id`` of ``intent``'s plan."""
         request = pb.ProcessRequest(intent=intent, message=message, text=text, audio=audio,
-                                    document_ids=document_ids)
+                                    document_ids=document_ids, document_id=document_id)
         if options:
             request.options.update(dict(options))
         where = f"{self.SERVICE}.Process"

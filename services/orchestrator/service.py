@@ -13,7 +13,10 @@ import logging
 from collections.abc import Callable
 from typing import cast
 
+from docuthinker.graph.v1 import graph_service_pb2
+from docuthinker.nlp.v1 import nlp_service_pb2
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2, orchestrator_service_pb2_grpc
+from docuthinker.rag.v1 import rag_service_pb2
 from services.graph.client import GraphClient
 from services.models.embedder import get_embedder
 from services.nlp.client import NlpClient
@@ -21,13 +24,15 @@ from services.orchestrator.agent_loop import AgentLoop
 from services.orchestrator.batch import BatchProcessor
 from services.orchestrator.chat import ChatResponder
 from services.orchestrator.circuit_breaker import CircuitBreakers
+from services.orchestrator.conversation_answers import ConversationAnswers, RagAnswerSource
 from services.orchestrator.conversations import ConversationStore
 from services.orchestrator.costs import CostTracker
 from services.orchestrator.database import open_database
 from services.orchestrator.dlq import DeadLetterQueue
 from services.orchestrator.evals.evaluations import Evaluations
 from services.orchestrator.evals.metrics import register_eval_metrics
-from services.orchestrator.evals.rag_source import GroundedAnswers, RagAnswerSource, identities
+from services.orchestrator.evals.rag_source import GroundedAnswers, identities
+from services.orchestrator.evals.rag_source import RagAnswerSource as EvalAnswerSource
 from services.orchestrator.evals.runner import EvalRunner
 from services.orchestrator.evals.sets import SetLimits
 from services.orchestrator.evals.store import EvalStore
@@ -45,6 +50,8 @@ from services.orchestrator.summarizer import conversation_summarizer
 from services.orchestrator.supervisor import Supervisor, llm_classifier
 from services.orchestrator.tokens import TokenBudget
 from services.orchestrator.tools import ToolRegistry, register_builtins
+from services.orchestrator.user_conversations import UserConversations
+from services.providers.model_server import ModelServerFile
 from services.providers.pricing import load_price_table
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
@@ -53,6 +60,9 @@ from services.runtime import ChannelPool, MeshSettings, ServiceBinding
 from services.storage.settings import StorageSettings
 
 FULL_NAME = orchestrator_service_pb2.DESCRIPTOR.services_by_name["OrchestratorService"].full_name
+PEER_SERVICES = [rag_service_pb2.DESCRIPTOR.services_by_name["RagService"].full_name,
+                 nlp_service_pb2.DESCRIPTOR.services_by_name["NlpService"].full_name,
+                 graph_service_pb2.DESCRIPTOR.services_by_name["GraphService"].full_name]
 
 log = logging.getLogger("docuthinker.orchestrator")
 
@@ -90,7 +100,8 @@ def binding(
     )
 
     channels = ChannelPool(settings)
-    peers = Peers.guarded(NlpClient(channels), RagClient(channels), GraphClient(channels), breakers)
+    rag = RagClient(channels)
+    peers = Peers.guarded(NlpClient(channels), rag, GraphClient(channels), breakers)
     summarize = conversation_summarizer(llm, peers.nlp)
     tokens = TokenBudget(prices)
     dlq = DeadLetterQueue(db, max_retries=config.dlq_max_retries, backoff_s=config.dlq_backoff_s,
@@ -109,7 +120,7 @@ def binding(
     register_eval_metrics(eval_store)
     evaluations = Evaluations(
         eval_store,
-        EvalRunner(eval_store, RagAnswerSource(cast(GroundedAnswers, peers.rag)), identities=identities,
+        EvalRunner(eval_store, EvalAnswerSource(cast(GroundedAnswers, peers.rag)), identities=identities,
                    max_concurrent_runs=config.eval_max_concurrent_runs, item_concurrency=config.eval_item_concurrency,
                    max_inflight=config.eval_max_inflight, item_timeout_s=config.eval_item_timeout_s,
                    lease_s=config.eval_lease_s),
@@ -144,6 +155,12 @@ def binding(
         dlq=dlq,
         conversations=conversations,
         evaluations=evaluations,
+        user_conversations=(user_conversations := UserConversations(db)),
+        # Streamed straight from rag: the circuit breakers wrap unary calls (a stream's failure still reaches
+        # the caller in-band).
+        conversation_answers=ConversationAnswers(user_conversations, RagAnswerSource(rag)),
+        model_servers=ModelServerFile(providers.model_server_file) if providers.model_server_file else None,
+        providers=providers,
     )
     servicer = OrchestratorServicer(components)
     background: list[asyncio.Task] = []
@@ -176,5 +193,7 @@ def binding(
         on_start=on_start,
         on_stop=on_stop,
         channels=channels,
+        # grpcurl at the gateway lists and describes every public service through this one (envoy_config).
+        gateway_reflection=PEER_SERVICES,
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from google.protobuf import json_format, timestamp_pb2
 
@@ -12,6 +12,8 @@ from services.orchestrator import plans
 from services.orchestrator.agent_loop import AgentLoop
 from services.orchestrator.batch import BatchItem, BatchProcessor, ItemResult, Progress
 from services.orchestrator.circuit_breaker import CircuitBreakers, CircuitState
+from services.orchestrator.conversation_answers import ConversationAnswers
+from services.orchestrator.conversation_rpcs import ConversationRpcs
 from services.orchestrator.conversations import Conversation, ConversationStore
 from services.orchestrator.costs import CostTracker
 from services.orchestrator.dag import TaskState
@@ -19,12 +21,22 @@ from services.orchestrator.dlq import DeadLetter, DeadLetterQueue
 from services.orchestrator.evals.evaluations import Evaluations
 from services.orchestrator.evals.rpcs import EvaluationRpcs
 from services.orchestrator.health import HealthProbe, embedding_model_health
+from services.orchestrator.model_server_rpcs import ModelServerRpcs
 from services.orchestrator.supervisor import Done, Subtask, Supervisor
 from services.orchestrator.tokens import TokenBudget, Turn
 from services.orchestrator.tools import ToolRegistry
+from services.orchestrator.user_conversations import UserConversations, owner
 from services.orchestrator.wire import struct, timestamp, to_dict, value
+from services.providers.model_server import ModelServerFile
+from services.providers.settings import ProviderSettings
 from services.runtime.errors import FieldViolation, InvalidArgument, PermissionDenied, status_from_exception
-from services.runtime.request_context import TENANT_PATTERN, caller_is_admin, current_tenant, visible_tenant
+from services.runtime.request_context import (
+    TENANT_PATTERN,
+    caller_is_admin,
+    current_subject,
+    current_tenant,
+    visible_tenant,
+)
 
 _TASK_STATES = {
     TaskState.SUCCEEDED: pb.TASK_STATE_SUCCEEDED,
@@ -56,6 +68,10 @@ class Components:
     dlq: DeadLetterQueue
     conversations: ConversationStore
     evaluations: Evaluations
+    user_conversations: UserConversations
+    conversation_answers: ConversationAnswers
+    model_servers: ModelServerFile | None = None
+    providers: ProviderSettings = field(default_factory=ProviderSettings)
 
 
 def _letter(letter: DeadLetter) -> pb.DeadLetter:
@@ -80,10 +96,28 @@ def _messages(conversation: Conversation, last: int | None = None) -> list[pb.Ch
     return [_message(m.role, m.content, m.created_at) for m in chosen]
 
 
-class OrchestratorServicer(EvaluationRpcs, pb_grpc.OrchestratorServiceServicer):
+def own_user(user_id: str) -> str:
+    """The conversation owner a request may name: with a caller's subject (every call through the gateway),
+    only that subject ("" and "me" mean it); another user's is PERMISSION_DENIED, for an admin too (admins read
+    others' through the admin calls). A call inside the mesh without a subject (a service) names anyone."""
+    subject = current_subject()
+    if not subject:
+        return user_id
+    subject = owner(subject)
+    if user_id in ("", "me", subject):
+        return subject
+    raise PermissionDenied("a conversation's user_id must be your own (the token's subject) or 'me'",
+                           reason="NOT_YOUR_CONVERSATION", metadata={"user_id": user_id})
+
+
+class OrchestratorServicer(EvaluationRpcs, ConversationRpcs, ModelServerRpcs, pb_grpc.OrchestratorServiceServicer):
     def __init__(self, components: Components) -> None:
         self._c = components
         self._evaluations = components.evaluations
+        self._conversations = components.user_conversations
+        self._answers = components.conversation_answers
+        self._model_servers = components.model_servers
+        self._providers = components.providers
 
     # -- supervisor ------------------------------------------------------------------------
     async def Process(self, request: pb.ProcessRequest, context):
@@ -96,7 +130,7 @@ class OrchestratorServicer(EvaluationRpcs, pb_grpc.OrchestratorServiceServicer):
                 message=request.message,
                 document_ids=tuple(request.document_ids),
                 options=to_dict(request.options),
-                user_id=request.user_id,
+                user_id=own_user(request.user_id) if request.user_id else "",
                 audio=request.audio,
             )
         )
@@ -276,7 +310,7 @@ class OrchestratorServicer(EvaluationRpcs, pb_grpc.OrchestratorServiceServicer):
         self, request: pb.AddConversationMessageRequest, context
     ) -> pb.AddConversationMessageResponse:
         conversation = await self._c.conversations.add_from_client(
-            current_tenant(), request.user_id, request.document_id, request.role, request.content
+            current_tenant(), own_user(request.user_id), request.document_id, request.role, request.content
         )
         return pb.AddConversationMessageResponse(
             message_count=len(conversation.messages),
@@ -285,7 +319,7 @@ class OrchestratorServicer(EvaluationRpcs, pb_grpc.OrchestratorServiceServicer):
         )
 
     async def GetConversation(self, request: pb.GetConversationRequest, context) -> pb.GetConversationResponse:
-        conversation = self._c.conversations.get(current_tenant(), request.user_id, request.document_id)
+        conversation = self._c.conversations.get(current_tenant(), own_user(request.user_id), request.document_id)
         return pb.GetConversationResponse(
             message_count=len(conversation.messages),
             messages=_messages(conversation),
@@ -295,7 +329,7 @@ class OrchestratorServicer(EvaluationRpcs, pb_grpc.OrchestratorServiceServicer):
 
     async def ClearConversation(self, request: pb.ClearConversationRequest, context) -> pb.ClearConversationResponse:
         return pb.ClearConversationResponse(
-            success=self._c.conversations.clear(current_tenant(), request.user_id, request.document_id)
+            success=self._c.conversations.clear(current_tenant(), own_user(request.user_id), request.document_id)
         )
 
     # -- health ------------------------------------------------------------------------------

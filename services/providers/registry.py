@@ -25,6 +25,12 @@ def serves(provider: str, task: str) -> bool:
     return provider != "local" or task in FREE_FORM_TASKS
 
 
+def available(provider: Provider) -> bool:
+    """Whether a configured provider can take a call now (the Settings page's server exists only once chosen)."""
+    check = getattr(provider, "available", None)
+    return bool(check()) if callable(check) else True
+
+
 def build_providers(settings: ProviderSettings, prices: PriceTable) -> dict[str, Provider]:
     """One instance per configured provider (no network, no model loading: both are lazy).
 
@@ -53,6 +59,11 @@ def build_providers(settings: ProviderSettings, prices: PriceTable) -> dict[str,
             base_url=settings.openai_base_url,
             timeout_s=timeout,
         )
+    elif settings.model_server_file is not None:
+        # No OpenAI provider from the environment: the server the Settings page chooses (none until it does).
+        from services.providers.model_server import ConfiguredServerProvider, ModelServerFile
+
+        providers["openai"] = ConfiguredServerProvider(ModelServerFile(settings.model_server_file), prices, timeout)
     if settings.gemini_api_key is not None:
         from services.providers.gemini_provider import GeminiProvider
 

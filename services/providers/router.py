@@ -33,7 +33,7 @@ from services.providers.call_stats import CallRecord, ProviderStats, StatsBook
 from services.providers.errors import NoProviderAvailable, to_domain_error
 from services.providers.json_output import validated
 from services.providers.pricing import load_price_table
-from services.providers.registry import FREE_FORM_TASKS, build_providers, enabling_variables, serves
+from services.providers.registry import FREE_FORM_TASKS, available, build_providers, enabling_variables, serves
 from services.providers.settings import ProviderSettings
 from services.runtime import domain_metrics, request_context, tracing
 from services.runtime.errors import DeadlineExceeded, Unavailable
@@ -74,7 +74,8 @@ class Router:
 
     def providers_for(self, task: str) -> list[str]:
         """Configured providers that may serve ``task``, in failover order (gate not applied)."""
-        return [n for n in self._settings.order_for(task) if n in self._providers and serves(n, task)]
+        return [n for n in self._settings.order_for(task)
+                if n in self._providers and serves(n, task) and available(self._providers[n])]
 
     def can_serve(self, task: str) -> bool:
         return bool(self.providers_for(task))
@@ -97,7 +98,7 @@ class Router:
 
     def _no_provider(self, task: str) -> NoProviderAvailable:
         order = self._settings.order_for(task)
-        variables = enabling_variables(order, set(self._providers))
+        variables = enabling_variables(order, {n for n, p in self._providers.items() if available(p)})
         if variables:
             hint = "set " + ", or ".join(variables) + " to enable a provider"
         else:

@@ -45,6 +45,10 @@ class ProviderSettings(BaseSettings):
     """Model used when Gemini serves a task."""
     local_n_ctx: int = Field(default=8192, ge=512)
     """Context size given to the local model (SmolLM2 was trained with 8192)."""
+    model_server_file: pathlib.Path | None = None
+    """Where the web app's Settings page keeps the OpenAI-compatible server it chose (Ollama, llama.cpp, vLLM), read
+    by every process's router (``services/providers/model_server.py``); the launcher sets
+    ``<data_dir>/settings/model-server.json``. Unused when ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is set."""
     local_threads: int = Field(default=1, ge=1)
     """CPU threads of the local model; 2 is faster only on an otherwise idle machine (see
     local_model.LocalModelConfig.n_threads)."""

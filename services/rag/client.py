@@ -62,6 +62,18 @@ class RagClient(ServiceClient):
         return DocumentText(document_id, reply.document.filename, reply.document.title,
                             tuple(section.text for section in reply.sections))
 
+    async def list_documents(self, limit: int = 1000) -> list[dict[str, Any]]:
+        """The tenant's documents as JSON (proto field names), newest first, at most ``limit``."""
+        found: list[dict[str, Any]] = []
+        token = ""
+        while len(found) < limit:
+            reply = await self._unary("ListDocuments", pb.ListDocumentsRequest(page_size=100, page_token=token))
+            found.extend(_json(d) for d in reply.documents)
+            token = reply.next_page_token
+            if not token:
+                break
+        return found[:limit]
+
     async def ingest_text(self, text: str, filename: str, timeout: float | None = None) -> dict[str, Any]:
         """Stores ``text`` as a plain-text document; the ``IngestResult`` as JSON."""
         request = pb.IngestDocumentRequest(

@@ -30,6 +30,7 @@ from services.rag.crew import CrewSettings
 from services.rag.answers import spans
 from services.rag.sentence_warmup import SentenceWarmer
 from services.rag.servicer import RagServicer
+from services.rag.viewing.span_boxes import span_locator
 from services.rag.settings import RagSettings
 from services.rag.speech_setup import build_speech, warm_up
 from services.rag.spoken import SpokenQuestions
@@ -123,7 +124,8 @@ class RagService:
                                                 self.analysis_settings)
         self.servicer = RagServicer(
             self.settings.max_upload_bytes, pipeline=runtime.pipeline, catalog=runtime.catalog,
-            answers=answers, agents=agents, spoken=spoken, inputs=inputs, crew=crew, analysis=analysis)
+            answers=answers, agents=agents, spoken=spoken, inputs=inputs, crew=crew, analysis=analysis,
+            locator=span_locator(self.rag))
         self.resume_task = asyncio.get_running_loop().create_task(
             runtime.pipeline.sweep_forever(self.rag.sweep_interval_s, enabled=self.rag.resume_on_startup),
             name="ingest-sweep",

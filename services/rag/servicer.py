@@ -21,6 +21,8 @@ from services.rag.catalog import DocumentCatalog
 from services.rag.crew import CrewRunner, DocumentInputs
 from services.rag.spoken import SpokenQuestions
 from services.rag.spoken_rpcs import SpokenRpcs
+from services.rag.viewing.rpcs import ViewingRpcs
+from services.rag.viewing.span_boxes import SpanLocator
 from services.rag.documents import IngestOutcome
 from services.rag.ingest.formats import check_size, detect_type, sanitize_filename
 from services.rag.ingest.pipeline import IngestionPipeline
@@ -28,7 +30,7 @@ from services.runtime.errors import FieldViolation, InvalidArgument
 from services.runtime.request_context import current_tenant
 
 
-class RagServicer(AnswerRpcs, AnalysisRpcs, SpokenRpcs, pb_grpc.RagServiceServicer):
+class RagServicer(AnswerRpcs, AnalysisRpcs, SpokenRpcs, ViewingRpcs, pb_grpc.RagServiceServicer):
     """Built once its dependencies exist (``RagService.start``), so every RPC finds them."""
 
     def __init__(
@@ -43,11 +45,13 @@ class RagServicer(AnswerRpcs, AnalysisRpcs, SpokenRpcs, pb_grpc.RagServiceServic
         inputs: DocumentInputs,
         crew: CrewRunner,
         analysis: AnalysisPipeline,
+        locator: SpanLocator | None = None,
     ) -> None:
         self._max_upload_bytes = max_upload_bytes
         self.pipeline, self.catalog = pipeline, catalog
         self.answers, self.agents, self.spoken = answers, agents, spoken
         self.inputs, self.crew, self.analysis = inputs, crew, analysis
+        self.locator = locator or SpanLocator(None)
 
     # -- uploads ---------------------------------------------------------------------
     async def UploadDocument(self, request: pb.UploadDocumentRequest, context) -> AsyncIterator:

@@ -126,6 +126,7 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             # A repeated or unknown role reads as a user: only one exact "admin" grants more.
             role=request_context.ADMIN if headers.get(request_context.ROLE_HEADER) == request_context.ADMIN
             else request_context.USER,
+            subject=headers.get(request_context.SUBJECT_HEADER, ""),
         )
 
     def _log(self, method: str, ctx, code: str, started: float, exc: BaseException | None = None,
@@ -270,6 +271,8 @@ class _ClientPropagation:
                 metadata.add(request_context.REQUEST_ID_HEADER, ctx.request_id)
             if request_context.ROLE_HEADER not in metadata:
                 metadata.add(request_context.ROLE_HEADER, ctx.role)
+            if ctx.subject and request_context.SUBJECT_HEADER not in metadata:
+                metadata.add(request_context.SUBJECT_HEADER, ctx.subject)
             remaining = ctx.time_remaining()
             if remaining is not None:
                 timeout = remaining if timeout is None else min(timeout, remaining)

@@ -18,6 +18,9 @@ REQUEST_ID_HEADER = "x-request-id"
 # Set by the gateway from the bearer token's role claim (a client's own is dropped there); trusted
 # only because service ports admit only the mesh (``mesh_auth``). Anything but "admin" is a user.
 ROLE_HEADER = "x-docuthinker-role"
+# Set by the gateway from the bearer token's ``sub`` claim (a client's own is dropped there): who the caller is
+# within its tenant. Conversations are keyed by it. Trusted for the same reason as the role.
+SUBJECT_HEADER = "x-docuthinker-subject"
 ADMIN = "admin"
 USER = "user"
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -31,6 +34,8 @@ class RequestContext:
     deadline: float | None = None
     role: str = USER
     """``admin`` sees mesh-wide costs and every tenant's dead letters; a ``user`` only its tenant's."""
+    subject: str = ""
+    """The token's ``sub`` claim ("" when the token has none, or no gateway set it)."""
 
     @property
     def is_admin(self) -> bool:
@@ -60,6 +65,12 @@ def caller_is_admin() -> bool:
     """The current RPC's caller holds the admin role (outside an RPC: no)."""
     ctx = _current.get()
     return ctx is not None and ctx.is_admin
+
+
+def current_subject() -> str:
+    """The current RPC's caller within its tenant (the token's subject); "" outside an RPC or without one."""
+    ctx = _current.get()
+    return ctx.subject if ctx else ""
 
 
 def visible_tenant(default: str = "default") -> str | None:

@@ -18,7 +18,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from services.runtime import keepalive, logs, mesh_auth, metrics, tracing
+from services.runtime import gateway_reflection, keepalive, logs, mesh_auth, metrics, tracing
 from services.runtime.clients import ChannelPool
 from services.runtime.config import MeshSettings
 from services.runtime.data_dir import make_private, private_umask
@@ -42,6 +42,8 @@ class ServiceBinding:
     extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = field(default_factory=tuple)
     channels: ChannelPool | None = None
     """The service's channels to its peers: closed after ``on_stop``, once nothing calls out any more."""
+    gateway_reflection: Sequence[str] = ()
+    """Further services its reflection describes to callers through the gateway (``gateway_reflection``)."""
 
 
 @dataclass
@@ -82,10 +84,11 @@ async def create_server(binding: ServiceBinding, settings: MeshSettings, port: i
     )
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        [*binding.full_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
-        server,
-    )
+    own = [*binding.full_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]
+    if binding.gateway_reflection:
+        gateway_reflection.enable(server, own, binding.gateway_reflection)
+    else:
+        reflection.enable_server_reflection([*own, reflection.SERVICE_NAME], server)
     bind_port = settings.port_of(binding.name) if port is None else port
     bound = server.add_insecure_port(f"{settings.host}:{bind_port}")
     if bound == 0:

@@ -11,7 +11,7 @@ from mcp.client.stdio import stdio_client
 
 from services.launcher.mesh import ROOT
 from services.orchestrator.mcp.evals import EVAL_TOOLS
-from services.orchestrator.mcp.server import AI_ML_TOOLS, ORCHESTRATOR_TOOLS, VOICE_TOOLS
+from services.orchestrator.mcp.server import AI_ML_TOOLS, LIBRARY_TOOLS, ORCHESTRATOR_TOOLS, VOICE_TOOLS
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +27,7 @@ def result(reply) -> dict:
     return reply.structuredContent or json.loads(reply.content[0].text)
 
 
-async def test_mcp_client_lists_all_21_tools_and_calls_them_end_to_end(mesh):
+async def test_mcp_client_lists_all_22_tools_and_calls_them_end_to_end(mesh):
     env = {k: v for k, v in mesh.env.items() if k.startswith(("DOCUTHINKER_", "HF_", "TRANSFORMERS_"))}
     env["DOCUTHINKER_MCP_TENANT"] = "mcp-e2e"  # its documents and graph stay out of other suites' way
     params = StdioServerParameters(command=sys.executable, args=["-m", "services.orchestrator.mcp.server"],
@@ -35,10 +35,12 @@ async def test_mcp_client_lists_all_21_tools_and_calls_them_end_to_end(mesh):
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = (await session.list_tools()).tools
-        assert len(tools) == 21 + len(EVAL_TOOLS)
-        assert {t.name for t in tools} == set(ORCHESTRATOR_TOOLS) | set(AI_ML_TOOLS) | set(VOICE_TOOLS) | set(EVAL_TOOLS)
+        assert len(tools) == 22 + len(EVAL_TOOLS)
+        assert {t.name for t in tools} == (set(ORCHESTRATOR_TOOLS) | set(AI_ML_TOOLS) | set(VOICE_TOOLS)
+                                           | set(LIBRARY_TOOLS) | set(EVAL_TOOLS))
         rewrite = next(t for t in tools if t.name == "document_rewrite")
-        assert set(rewrite.inputSchema["required"]) == {"text", "style"}
+        assert set(rewrite.inputSchema["required"]) == {"style"}  # and text or a stored documentId
+        assert all(spec.get("description") for t in tools for spec in t.inputSchema.get("properties", {}).values())
 
         summary = result(await session.call_tool("document_summarize", {"text": TEXT}))
         assert "Curie" in summary["summary"]
@@ -50,6 +52,14 @@ async def test_mcp_client_lists_all_21_tools_and_calls_them_end_to_end(mesh):
         stored = result(await session.call_tool("vector_upsert", {"document": TEXT, "doc_id": "curie"}))
         document_id = stored["document"]["document_id"]
         assert stored["document"]["filename"] == "curie.txt"
+        # The library, then a stored document summarised by its name (no text pasted into the call).
+        library = result(await session.call_tool("list_documents", {"query": "curie"}))
+        assert [d["document_id"] for d in library["documents"]] == [document_id]
+        assert library["documents"][0]["status"] == "ready" and library["documents"][0]["chunks"] >= 1
+        by_name = result(await session.call_tool("document_summarize", {"documentId": "curie.txt"}))
+        assert by_name["document_id"] == document_id and "Curie" in by_name["summary"]
+        by_prefix = result(await session.call_tool("document_key_ideas", {"documentId": document_id[:8]}))
+        assert by_prefix["document_id"] == document_id and by_prefix["ideas"]
         hits = result(await session.call_tool("vector_search", {"query": "who discovered radium", "n_results": 3}))
         assert hits["results"][0]["provenance"]["document_id"] == document_id
         answer = result(await session.call_tool("rag_query", {"query": "Which elements did Marie Curie discover?"}))

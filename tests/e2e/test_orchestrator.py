@@ -96,7 +96,7 @@ def test_missing_input_is_400_before_the_stream(client):
 
 
 def test_conversation_summarisation_kicks_in_at_21_messages(client):
-    path = "/v1/conversations/e2e-user/doc-1/messages"
+    path = "/v1/conversations/me/doc-1/messages"
     client.delete(path)
     for n in range(20):
         reply = client.post(path, json={"role": "user" if n % 2 == 0 else "assistant",
@@ -297,7 +297,7 @@ def test_failed_downstream_call_is_dead_lettered_and_replayed_after_recovery(res
 
 
 def test_restart_keeps_costs_circuits_dead_letters_and_conversations(resilient, rclient):
-    rclient.post("/v1/conversations/u1/general/messages", json={"role": "user", "content": "remember me"})
+    rclient.post("/v1/conversations/me/general/messages", json={"role": "user", "content": "remember me"})
     before = {
         "costs": rclient.get("/v1/costs").json(),
         "circuits": circuits(rclient),
@@ -314,7 +314,7 @@ def test_restart_keeps_costs_circuits_dead_letters_and_conversations(resilient, 
     dlq = rclient.get("/v1/dlq").json()
     assert [m["id"] for m in dlq["messages"]] == [m["id"] for m in before["dlq"]["messages"]]
     assert dlq["replayed"] == before["dlq"]["replayed"]
-    conversation = rclient.get("/v1/conversations/u1/general/messages").json()
+    conversation = rclient.get("/v1/conversations/me/general/messages").json()
     assert [m["content"] for m in conversation["messages"]] == ["remember me"]
 
 

@@ -91,7 +91,7 @@ def test_a_restarted_rag_replica_serves_the_same_state_without_rebuilding(pg_mes
 
 
 def test_conversations_and_costs_are_in_postgres_and_survive_an_orchestrator_restart(pg_mesh, client):
-    path = "/v1/conversations/ada/general/messages"
+    path = "/v1/conversations/me/general/messages"
     reply = client.post(path, json={"role": "user", "content": "Where are the spare blades?"}, headers=A)
     assert reply.status_code == 200, reply.text
     pg_mesh.stop_service("orchestrator")
@@ -100,5 +100,6 @@ def test_conversations_and_costs_are_in_postgres_and_survive_an_orchestrator_res
     assert got.status_code == 200, got.text
     assert [m["content"] for m in got.json()["messages"]] == ["Where are the spare blades?"]
     assert client.get(path, headers=B).status_code == 404
-    assert sql(pg_mesh, "SELECT tenant, user_id FROM conversations") == [("pg-e2e-a", "ada")]
+    # Keyed by the token's subject ("me" in the path is the caller: TokenAuth's tokens name the user "tests").
+    assert sql(pg_mesh, "SELECT tenant, user_id FROM conversations") == [("pg-e2e-a", "tests")]
     assert client.get("/v1/costs", params={"period": "today"}, headers=A).status_code == 200

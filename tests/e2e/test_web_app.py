@@ -146,8 +146,9 @@ def journey(base_url: str, out: pathlib.Path, token: str | None) -> dict:
         expect(page.locator("section", has=page.locator("#docs-h")).get_by_role("alert")).to_have_count(0)
         page.screenshot(path=out / "library.png", full_page=True)
 
-        # -- Ask: a streamed answer with citations
+        # -- Ask: a streamed answer with citations, in a new conversation
         page.goto(f"{base_url}/#/ask")
+        page.get_by_role("button", name="New conversation").click()
         page.fill("#question", QUESTION)
         page.press("#question", "Enter")
         turn = page.locator("article.turn").first
@@ -160,15 +161,15 @@ def journey(base_url: str, out: pathlib.Path, token: str | None) -> dict:
         excerpt = turn.locator(".citations blockquote").first.inner_text()
         cited = {k: citation.get_attribute(f"data-{k}") for k in ("document-id", "char-start", "char-end", "page")}
         assert cited["document-id"] == document_id
-        # A second question, the models now warm: the conversation keeps both turns, newest first.
+        # A second question, the models now warm: the conversation keeps both turns, newest at the bottom.
         page.fill("#question", SECOND_QUESTION)
         page.press("#question", "Enter")
         expect(page.locator("article.turn")).to_have_count(2)
-        latest = page.locator("article.turn").first
+        latest = page.locator("article.turn").last
         expect(latest).to_have_attribute("data-state", "done", timeout=120_000)
         expect(latest).to_contain_text(SECOND_QUESTION)
         figures["ttft_ms_warm"] = float(latest.get_attribute("data-ttft-ms"))
-        turn = page.locator("article.turn").last  # the first question's turn
+        turn = page.locator("article.turn").first  # the first question's turn
         citation = turn.locator("a.cite-link").first
         # Asked of one selected document only, the answer cites only that document.
         page.check("#scope-some")
@@ -176,7 +177,7 @@ def journey(base_url: str, out: pathlib.Path, token: str | None) -> dict:
         page.fill("#question", "Who paid for the lantern room repairs?")
         page.press("#question", "Enter")
         expect(page.locator("article.turn")).to_have_count(3)
-        scoped = page.locator("article.turn").first
+        scoped = page.locator("article.turn").last
         expect(scoped).to_have_attribute("data-state", "done", timeout=120_000)
         expect(scoped).to_contain_text("1 document")
         cited_docs = {a.get_attribute("data-document-id") for a in scoped.locator("a.cite-link").all()}
@@ -215,7 +216,7 @@ def journey(base_url: str, out: pathlib.Path, token: str | None) -> dict:
         page.check("#agent-mode")
         page.fill("#question", QUESTION)
         page.click("form.ask-form button[type=submit]")
-        agent_turn = page.locator("article.turn").first
+        agent_turn = page.locator("article.turn").last
         expect(agent_turn).to_have_attribute("data-state", "done", timeout=180_000)
         steps = agent_turn.locator(".steps li strong").all_text_contents()
         for node in ("planner", "retriever", "reasoner", "validator"):

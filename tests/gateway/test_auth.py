@@ -92,3 +92,24 @@ def test_envoy_accepts_the_auth_config(keys, tmp_path):
     result = subprocess.run([envoy_binary(), "--mode", "validate", "-c", str(config), "--disable-hot-restart"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+
+
+def test_every_forwarded_request_names_a_subject(keys):
+    """The token's ``sub`` (the JWT filter sets it first); else "-" with auth on (a token naming nobody, never taken
+    for a call from inside the mesh) or "local" with auth off. A client's own header is dropped with auth on."""
+    _, _, auth = keys
+
+    def added(rendered: dict) -> dict[str, tuple[str, str]]:
+        hcm = rendered["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+        host = hcm["route_config"]["virtual_hosts"][0]
+        return {h["header"]["key"]: (h["header"]["value"], h["append_action"]) for h in host["request_headers_to_add"]}
+
+    on = envoy_config.render(MeshSettings(), auth=auth)
+    assert added(on)["x-docuthinker-subject"] == ("-", "ADD_IF_ABSENT")
+    hcm = on["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    strip, verify = hcm["http_filters"][0]["typed_config"], hcm["http_filters"][1]["typed_config"]
+    assert {"remove": "x-docuthinker-subject"} in strip["mutations"]["request_mutations"]
+    assert {"header_name": "x-docuthinker-subject", "claim_name": "sub"} in \
+        verify["providers"]["docuthinker"]["claim_to_headers"]
+    off = envoy_config.render(MeshSettings(), auth=AuthSettings(enabled=False))
+    assert added(off)["x-docuthinker-subject"] == ("local", "ADD_IF_ABSENT")

@@ -25,15 +25,18 @@ class FakeRag(rag_grpc.RagServiceServicer):
 
     def __init__(self) -> None:
         self.tenants: list[str] = []
+        self.questions: list[str] = []
 
     async def Query(self, request, context):
         self.tenants.append(dict(context.invocation_metadata()).get("x-tenant-id", ""))
+        self.questions.append(request.question)
         if "refuse" in request.question:
             await context.abort(grpc.StatusCode.NOT_FOUND, "document nope not found")
         return rag_pb.QueryResponse(answer=ANSWER)
 
     async def StreamQuery(self, request, context):
         self.tenants.append(dict(context.invocation_metadata()).get("x-tenant-id", ""))
+        self.questions.append(request.question)
         if "refuse" in request.question:
             await context.abort(grpc.StatusCode.NOT_FOUND, "document nope not found")
         yield rag_pb.StreamQueryResponse(answer_delta="The inspector is ")
@@ -101,3 +104,30 @@ async def test_streamed_text_ends_with_citations_then_done(sdk):
     chunks = [chunk async for chunk in stream]
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == ANSWER.answer
     assert chunks[-1].choices[0].finish_reason == "stop" and chunks[-1].choices[0].delta.citations[0]["marker"] == 1
+
+
+async def test_a_follow_up_is_asked_as_resolved_from_the_message_history(sdk):
+    client, rag = sdk
+    messages = [{"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Who inspects the north pier?"},
+                {"role": "assistant", "content": "The inspector is Dana Whitfield [1]."},
+                {"role": "user", "content": "When does she inspect it?"}]
+    completion = await client.chat.completions.create(model="docuthinker", messages=messages)
+    assert rag.questions == ["When does Dana Whitfield inspect the north pier?"]
+    assert completion.model_extra["resolved_question"] == rag.questions[0]
+    stream = await client.chat.completions.create(model="docuthinker", messages=messages, stream=True)
+    async for _ in stream:
+        pass
+    assert rag.questions[-1] == "When does Dana Whitfield inspect the north pier?"
+
+
+async def test_usage_is_counted_when_the_engine_reports_none(sdk):
+    client, _ = sdk
+    question = "Who inspects the north pier? " * 10
+    completion = await client.chat.completions.create(model="docuthinker", messages=_ask(question))
+    usage = completion.usage
+    assert usage.prompt_tokens >= len(question) // 4 and usage.completion_tokens == -(-len(ANSWER.answer) // 4)
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    chunks = [c async for c in await client.chat.completions.create(
+        model="docuthinker", messages=_ask(question), stream=True, stream_options={"include_usage": True})]
+    assert chunks[-1].usage.total_tokens == usage.total_tokens

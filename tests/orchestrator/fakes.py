@@ -63,6 +63,8 @@ class FakeNlp(nlp_grpc.NlpServiceServicer):
         self.max_in_flight = 0
         self.rewrite_usage: list[nlp_pb.LlmUsage] = []
         """What each rewrite reports its LLM calls cost (none by default)."""
+        self.documents: dict = {}
+        """Stored documents a request may name by ``document_id`` (the fake rag's, shared by ``FakeMesh``)."""
 
     async def _text(self, request, context, method: str) -> str:
         await self._switch.guard(context, method)
@@ -73,6 +75,11 @@ class FakeNlp(nlp_grpc.NlpServiceServicer):
                 await asyncio.sleep(self.delay_s)
         finally:
             self.in_flight -= 1
+        if request.WhichOneof("source") == "document_id":
+            stored = self.documents.get(request.document_id)
+            if stored is None:
+                await context.abort(grpc.StatusCode.NOT_FOUND, f"document {request.document_id} not found")
+            return stored.text
         if request.WhichOneof("source") != "text" or not request.text.strip():
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "text is empty")
         return request.text
@@ -132,11 +139,20 @@ class FakeRag(rag_grpc.RagServiceServicer):
     def __init__(self, switch: Switch) -> None:
         self._switch = switch
         self.documents: dict[str, StoredDocument] = {}
+        self.streamed: list[str] = []
+        """The questions StreamQuery was asked, in order."""
 
     def add(self, text: str, filename: str = "doc.txt") -> str:
         document_id = hashlib.sha256(text.encode()).hexdigest()[:16]
         self.documents[document_id] = StoredDocument(document_id, filename, text)
         return document_id
+
+    async def ListDocuments(self, request, context):
+        await self._switch.guard(context, "ListDocuments")
+        return rag_pb.ListDocumentsResponse(documents=[
+            documents_pb2.Document(document_id=d.document_id, filename=d.filename, file_type="text",
+                                   status=documents_pb2.DOCUMENT_STATUS_READY)
+            for d in self.documents.values()])
 
     async def IngestDocument(self, request, context):
         await self._switch.guard(context, "IngestDocument")
@@ -181,6 +197,27 @@ class FakeRag(rag_grpc.RagServiceServicer):
             question=request.question, answer=answer, engine=answers_pb2.Engine(provider="local", model="extractive")))
 
 
+    async def StreamQuery(self, request, context):
+        """The Query answer as deltas (two words at a time), one citation, then the whole answer."""
+        await self._switch.guard(context, "StreamQuery")
+        self.streamed.append(request.question)
+        found = await self.Search(rag_pb.SearchRequest(query=request.question, top_k=1), context)
+        if not found.results:
+            yield rag_pb.StreamQueryResponse(done=answers_pb2.Answer(question=request.question,
+                                                                      answer="I could not find enough evidence."))
+            return
+        hit = found.results[0]
+        words = hit.text.split(" ")
+        for at in range(0, len(words), 2):
+            yield rag_pb.StreamQueryResponse(answer_delta=" ".join(words[at:at + 2]) + " ")
+        citation = answers_pb2.Citation(marker=1, document_id=hit.provenance.document_id, filename=hit.provenance.filename,
+                                        page=1, excerpt=hit.text, short_answer=words[0])
+        yield rag_pb.StreamQueryResponse(citation=citation)
+        yield rag_pb.StreamQueryResponse(done=answers_pb2.Answer(
+            question=request.question, answer=hit.text, citations=[citation], retrieved_chunks=[hit],
+            support_status=answers_pb2.SUPPORT_STATUS_SUPPORTED))
+
+
 class FakeGraph(graph_grpc.GraphServiceServicer):
     def __init__(self, switch: Switch) -> None:
         self._switch = switch
@@ -218,6 +255,7 @@ class FakeMesh:
     async def start(cls) -> FakeMesh:
         switches = {name: Switch() for name in ("nlp", "rag", "graph")}
         mesh = cls(FakeNlp(switches["nlp"]), FakeRag(switches["rag"]), FakeGraph(switches["graph"]), switches)
+        mesh.nlp.documents = mesh.rag.documents
         for name, servicer, add in (
             ("nlp", mesh.nlp, nlp_grpc.add_NlpServiceServicer_to_server),
             ("rag", mesh.rag, rag_grpc.add_RagServiceServicer_to_server),

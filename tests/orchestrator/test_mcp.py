@@ -14,7 +14,7 @@ from mcp.client.stdio import stdio_client
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as pb
 from services.orchestrator.mcp.client import McpHub, McpToolError, tool_name
 from services.orchestrator.mcp.evals import EVAL_TOOLS
-from services.orchestrator.mcp.server import AI_ML_TOOLS, ORCHESTRATOR_TOOLS, VOICE_TOOLS
+from services.orchestrator.mcp.server import AI_ML_TOOLS, LIBRARY_TOOLS, ORCHESTRATOR_TOOLS, VOICE_TOOLS
 from services.orchestrator.settings import McpServerConfig, parse_mcp_servers
 from services.orchestrator.tools import ToolRegistry
 from services.runtime.errors import InvalidArgument
@@ -52,7 +52,7 @@ def structured(result) -> dict:
     return result.structuredContent or json.loads(result.content[0].text)
 
 
-async def test_our_server_lists_21_tools_and_calls_the_mesh(make_orchestrator, fake_mesh):
+async def test_our_server_lists_22_tools_and_calls_the_mesh(make_orchestrator, fake_mesh):
     orchestrator = make_orchestrator()
     await orchestrator.start(providers="local")
     orchestrator.local.default = "The engine was designed by Babbage."
@@ -68,8 +68,28 @@ async def test_our_server_lists_21_tools_and_calls_the_mesh(make_orchestrator, f
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = (await session.list_tools()).tools
-        assert sorted(t.name for t in tools) == sorted(ORCHESTRATOR_TOOLS + AI_ML_TOOLS + VOICE_TOOLS + EVAL_TOOLS)
-        assert len(tools) == 21 + len(EVAL_TOOLS)
+        assert sorted(t.name for t in tools) == sorted(ORCHESTRATOR_TOOLS + AI_ML_TOOLS + VOICE_TOOLS + LIBRARY_TOOLS
+                                                       + EVAL_TOOLS)
+        assert len(tools) == 22 + len(EVAL_TOOLS)
+        undescribed = [(t.name, name) for t in tools for name, spec in t.inputSchema.get("properties", {}).items()
+                       if not spec.get("description")]
+        assert undescribed == []
+
+        harbour = fake_mesh.rag.add("The harbour office manages moorings. Fees rose by four percent.", "harbour.txt")
+        fake_mesh.rag.add("Lighthouse keepers inspect the lamp.", "lighthouse.txt")
+        listed = structured(await session.call_tool("list_documents", {}))
+        assert listed["count"] == 2 and {d["filename"] for d in listed["documents"]} == {"harbour.txt", "lighthouse.txt"}
+        only = structured(await session.call_tool("list_documents", {"query": "HARBOUR"}))
+        assert [d["document_id"] for d in only["documents"]] == [harbour]
+        for reference in (harbour, harbour[:6], "harbour.txt", "harbour"):
+            stored = structured(await session.call_tool("document_summarize", {"documentId": reference}))
+            assert (stored["document_id"], stored["summary"]) == (harbour, "The harbour office manages moorings.")
+        ambiguous = await session.call_tool("document_key_ideas", {"documentId": ".txt"})
+        assert ambiguous.isError and "AMBIGUOUS_DOCUMENT" in ambiguous.content[0].text
+        missing = await session.call_tool("document_key_ideas", {"documentId": "nothing-like-it"})
+        assert missing.isError and "DOCUMENT_NOT_FOUND" in missing.content[0].text
+        both = await session.call_tool("document_sentiment", {"text": "Fine.", "documentId": harbour})
+        assert both.isError and "ONE_SOURCE" in both.content[0].text
 
         summary = structured(await session.call_tool("document_summarize", {"text": "First one. Second one."}))
         assert summary["summary"] == "First one."

@@ -19,13 +19,49 @@ function headers(extra = {}) {
   return h;
 }
 
+// Which part of the mesh answers a path, for saying which one is down.
+const SERVICES = [
+  [/^\/v1\/nlp/, "the language analysis service (nlp)"],
+  [/^\/v1\/graph/, "the knowledge graph service (graph)"],
+  [/^\/v1\/(documents|query|search|agents|crew|analyze)/, "the documents and answers service (rag)"],
+  [/^\/v1\/chat\/completions/, "the chat API"],
+  [/^\/v1\//, "the orchestrator"],
+];
+// Envoy's own words for an upstream it could not use, as people would say them.
+const GATEWAY_WORDS = [
+  [/no healthy upstream/i, "no instance of it is healthy right now (it may be starting or restarting)"],
+  [/upstream connect error|disconnect\/reset before headers|connection (failure|termination|refused)/i,
+    "it did not answer (it may be restarting)"],
+  [/upstream request timeout/i, "it took too long to answer"],
+  [/overloaded|overflow/i, "the gateway is overloaded"],
+];
+const RETRYABLE_CODES = new Set([4, 8, 10, 14]); // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, UNAVAILABLE
+
 /** An HTTP or in-stream error: `status` (HTTP), `code` (gRPC), the server's `message`, and `explain()`. */
 export class ApiError extends Error {
-  constructor(status, message, code = 0, details = []) {
+  constructor(status, message, code = 0, details = [], path = "") {
     super(message || `HTTP ${status}`);
     this.status = status;
     this.code = code;
     this.details = details;
+    this.path = path;
+  }
+
+  /** Whether the same call may work if made again shortly (the gateway, a service or a limit). */
+  retryable() {
+    return [-1, 429, 502, 503, 504].includes(this.status) || (this.status === 0 && RETRYABLE_CODES.has(this.code));
+  }
+
+  /** The part of the mesh behind the call, in words. */
+  service() {
+    const found = SERVICES.find(([pattern]) => pattern.test(this.path || ""));
+    return found ? found[1] : "a service of the mesh";
+  }
+
+  /** Envoy's raw words (never shown as they are) as a sentence, or "". */
+  gatewayWords() {
+    const found = GATEWAY_WORDS.find(([pattern]) => pattern.test(this.message));
+    return found ? found[1] : "";
   }
 
   /** The google.rpc.ErrorInfo reason of the details (e.g. "NO_SPEECH"), or "". */
@@ -57,31 +93,40 @@ export class ApiError extends Error {
         return `Not found (404): ${server}`;
       case 413:
         return `Too large (413): the gateway refused a body over its upload limit. ${server}`;
-      case 503:
-        return `Service unavailable (503): ${server}. A service may be starting or down (see System).`;
+      case 502:
+      case 503: {
+        const words = this.gatewayWords();
+        return words ? `Unavailable (${this.status}): ${this.service()} — ${words}. Try again in a few seconds; System shows each service's state.`
+          : `Unavailable (${this.status}): ${server}. A service may be starting or down (see System).`;
+      }
       case 504:
-        return `Timed out (504): ${server}`;
-      case 0:
-        return `In-stream error${this.code ? ` (gRPC code ${this.code})` : ""}: ${server}`;
+        return `Timed out (504): ${this.service()} took too long to answer${this.gatewayWords() ? "" : ` (${server})`}. Try again; a first question after a start is slower.`;
+      case -1:
+        return `The gateway could not be reached: is DocuThinker running (make run)? ${server}`;
+      case 0: {
+        const words = this.gatewayWords();
+        return words ? `${this.service()} stopped mid-way: ${words}. Try again.`
+          : `In-stream error${this.code ? ` (gRPC code ${this.code})` : ""}: ${server}`;
+      }
       default:
         return `Error ${this.status}: ${server}`;
     }
   }
 }
 
-async function errorFrom(response) {
+async function errorFrom(response, path = "") {
   const text = await response.text();
   try {
     const status = JSON.parse(text);
-    return new ApiError(response.status, status.message || text, status.code || 0, status.details || []);
+    return new ApiError(response.status, status.message || text, status.code || 0, status.details || [], path);
   } catch {
-    return new ApiError(response.status, text.trim() || response.statusText);
+    return new ApiError(response.status, text.trim() || response.statusText, 0, [], path);
   }
 }
 
 /** Builds an ApiError from a google.rpc.Status sent inside a stream. */
-export function streamError(status) {
-  return new ApiError(0, status.message || "the stream reported an error", status.code || 0, status.details || []);
+export function streamError(status, path = "") {
+  return new ApiError(0, status.message || "the stream reported an error", status.code || 0, status.details || [], path);
 }
 
 /** A JSON call: GET when `body` is undefined, else POST (or `method`). */
@@ -96,9 +141,9 @@ export async function call(path, { method, body, signal } = {}) {
     response = await fetch(path, init);
   } catch (error) {
     if (error.name === "AbortError") throw error;
-    throw new ApiError(-1, `the gateway could not be reached (${error.message})`);
+    throw new ApiError(-1, `(${error.message})`, 0, [], path);
   }
-  if (!response.ok) throw await errorFrom(response);
+  if (!response.ok) throw await errorFrom(response, path);
   return response.json();
 }
 
@@ -109,16 +154,21 @@ export async function sendBytes(path, blob, { type, signal } = {}) {
     response = await fetch(path, { method: "POST", headers: headers({ "Content-Type": type || blob.type || "application/octet-stream" }), body: blob, signal });
   } catch (error) {
     if (error.name === "AbortError") throw error;
-    throw new ApiError(-1, `the gateway could not be reached (${error.message})`);
+    throw new ApiError(-1, `(${error.message})`, 0, [], path);
   }
-  if (!response.ok) throw await errorFrom(response);
+  if (!response.ok) throw await errorFrom(response, path);
   return response.json();
 }
 
 /** The raw bytes of a GET (the stored original of a document). */
 export async function fetchBytes(path) {
-  const response = await fetch(path, { headers: headers() });
-  if (!response.ok) throw await errorFrom(response);
+  let response;
+  try {
+    response = await fetch(path, { headers: headers() });
+  } catch (error) {
+    throw new ApiError(-1, `(${error.message})`, 0, [], path);
+  }
+  if (!response.ok) throw await errorFrom(response, path);
   return { type: response.headers.get("content-type") || "", data: await response.arrayBuffer() };
 }
 
@@ -148,9 +198,9 @@ export async function stream(path, body, onEvent, { signal } = {}) {
     });
   } catch (error) {
     if (error.name === "AbortError") throw error;
-    throw new ApiError(-1, `the gateway could not be reached (${error.message})`);
+    throw new ApiError(-1, `(${error.message})`, 0, [], path);
   }
-  if (!response.ok) throw await errorFrom(response);
+  if (!response.ok) throw await errorFrom(response, path);
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   for (;;) {
@@ -199,15 +249,15 @@ export function upload(file, { onSent, onEvent }) {
     };
     xhr.upload.onprogress = (e) => e.lengthComputable && onSent(e.loaded / e.total);
     xhr.onprogress = drain;
-    xhr.onerror = () => reject(new ApiError(-1, "the upload could not reach the gateway"));
+    xhr.onerror = () => reject(new ApiError(-1, "(the upload could not be sent)", 0, [], "/v1/documents"));
     xhr.onload = () => {
       if (xhr.status !== 200) {
         let error;
         try {
           const s = JSON.parse(xhr.responseText);
-          error = new ApiError(xhr.status, s.message, s.code, s.details);
+          error = new ApiError(xhr.status, s.message, s.code, s.details, "/v1/documents");
         } catch {
-          error = new ApiError(xhr.status, xhr.responseText.trim() || xhr.statusText);
+          error = new ApiError(xhr.status, xhr.responseText.trim() || xhr.statusText, 0, [], "/v1/documents");
         }
         reject(error);
         return;

@@ -7,10 +7,15 @@ import * as documentPage from "./document.js";
 import * as graph from "./graph.js";
 import * as system from "./system.js";
 import * as evals from "./evals.js";
+import * as settings from "./settings.js";
 
-const PAGES = { library, ask, doc: documentPage, graph, system, evals };
-const TITLES = { library: "Library", ask: "Ask", doc: "Document", graph: "Graph", system: "System", evals: "Evaluations" };
+const PAGES = { library, ask, doc: documentPage, graph, system, evals, settings };
+const TITLES = {
+  library: "Library", ask: "Ask", doc: "Document", graph: "Graph", system: "System", evals: "Evaluations",
+  settings: "Settings",
+};
 let cleanup = null;
+let shown = false;
 
 function show() {
   const route = parseRoute(location.hash);
@@ -32,7 +37,10 @@ function show() {
   document.body.dataset.page = name;
   clear(main);
   cleanup = PAGES[name].render(main, route) || null;
-  main.focus({ preventScroll: true });
+  // After a route change the page's content takes focus (screen readers announce it; Tab goes on from there);
+  // on the first load focus stays at the document's start, so the first Tab stop is the skip link.
+  if (shown) main.focus({ preventScroll: true });
+  shown = true;
 }
 
 function tokenForm() {
@@ -68,7 +76,22 @@ function tokenFromFragment() {
   history.replaceState(null, "", `${location.pathname}${location.search}#/library`);
 }
 
+// The theme toggle (js/theme.js chose the theme before the page drew) and the skip link, which must not
+// change the hash: the hash is the route.
+function shell() {
+  const toggle = document.getElementById("theme-toggle");
+  toggle.addEventListener("click", () => window.docuthinkerTheme.toggle());
+  window.docuthinkerTheme.apply();
+  document.querySelector("a.skip").addEventListener("click", (e) => {
+    e.preventDefault();
+    // A page may name where its content starts for a keyboard (Ask: the question field).
+    const main = document.getElementById("view");
+    (main.querySelector("[data-skip-target]") || main).focus();
+  });
+}
+
 window.addEventListener("hashchange", show);
 tokenFromFragment();
+shell();
 tokenForm();
 show();

@@ -1,56 +1,28 @@
-// Ask: questions over the library or selected documents; streamed answers with citation links,
-// support status and confidence; the agent graph's steps with timings; a kept conversation.
+// Ask: a conversation kept on the server for the signed-in user (list, rename, delete in the sidebar), newest
+// turn at the bottom; each question is resolved against the earlier ones there (follow-ups) and answered with
+// its short answer first, then the supporting quote and the citations (previewed in place). Agent mode and
+// spoken questions are answered too, but not kept in the conversation.
 import { ApiError, call, sendBytes, stream, streamError } from "./api.js";
-import { clear, describe, docHref, el, enumLabel, fmtClock, fmtMs } from "./ui.js";
+import { Previews, citationHref, isTimed, quote, shortAnswer, where } from "./citations.js";
+import { clear, describe, el, enumLabel, errorBox, fmtClock, fmtDate, fmtMs, plural } from "./ui.js";
 import { selectedDocs } from "./library.js";
 
-const HISTORY_KEY = "docuthinker.conversation";
-const MAX_TURNS = 30;
+export { citationHref, isTimed };
+
+const CURRENT_KEY = "docuthinker.conversation";
 // The service refuses spoken questions over DOCUTHINKER_SPEECH_MAX_QUESTION_SECONDS (60 s by default).
 const MAX_RECORDING_S = 60;
 
-/** A citation of a recording (audio or video) carries the time it was said; 0 is omitted by JSON. */
-export function isTimed(c) {
-  return Number(c.end_seconds || 0) > 0;
-}
-
-function loadHistory() {
-  try {
-    return JSON.parse(localStorage.getItem(HISTORY_KEY) || "[]");
-  } catch {
-    return [];
-  }
-}
-
-function saveHistory(turns) {
-  localStorage.setItem(HISTORY_KEY, JSON.stringify(turns.slice(-MAX_TURNS)));
-}
-
-export function citationHref(c) {
-  return docHref(c.document_id, {
-    page: c.page || "",
-    start: c.char_start,
-    end: c.char_end,
-    sheet: c.sheet_name || "",
-    rows: c.row_start ? `${c.row_start}-${c.row_end}` : "",
-    heading: (c.heading_path || []).join(" › "),
-    marker: c.marker,
-    t0: isTimed(c) ? Number(c.start_seconds || 0).toFixed(2) : "",
-    t1: isTimed(c) ? Number(c.end_seconds).toFixed(2) : "",
-  });
-}
-
-/** The answer text with each [n] marker turned into a link to its cited span. */
-function answerNodes(text, citations) {
+/** The answer text with each [n] marker turned into a link to its cited span (previewed in place). */
+function answerNodes(text, citations, previews) {
   const byMarker = new Map((citations || []).map((c) => [String(c.marker), c]));
   const out = [];
   let last = 0;
   for (const match of text.matchAll(/\[(\d+)\]/g)) {
     out.push(text.slice(last, match.index));
     const c = byMarker.get(match[1]);
-    out.push(c
-      ? el("a", { class: "marker", href: citationHref(c), title: `${c.filename}${c.page ? `, page ${c.page}` : ""}${isTimed(c) ? ` at ${fmtClock(c.start_seconds)}` : ""}`, dataset: { marker: c.marker } }, `[${match[1]}]`)
-      : match[0]);
+    out.push(c ? previews.attach(el("a", { class: "marker", href: citationHref(c), "aria-label": `citation ${c.marker}: ${where(c)}`,
+      dataset: { marker: c.marker } }, `[${match[1]}]`), c) : match[0]);
     last = match.index + match[0].length;
   }
   out.push(text.slice(last));
@@ -62,41 +34,61 @@ function supportBadge(status) {
   return el("span", { class: `badge support-${label}`, "data-testid": "support" }, label);
 }
 
-function turnView(turn) {
+function citationLink(c, previews) {
+  return previews.attach(el("a", { href: citationHref(c), class: "cite-link", dataset: {
+    marker: c.marker, documentId: c.document_id, charStart: c.char_start, charEnd: c.char_end, page: c.page,
+    answerStart: c.answer_char_start ?? null, answerEnd: c.answer_char_end ?? null,
+    startSeconds: isTimed(c) ? Number(c.start_seconds || 0) : null, endSeconds: isTimed(c) ? Number(c.end_seconds) : null } },
+  where(c)), c);
+}
+
+function turnView(turn, previews, retry) {
   const answer = turn.answer || {};
   const citations = answer.citations || turn.citations || [];
   const text = answer.answer ?? turn.text ?? "";
   const steps = turn.steps || [];
-  return el("article", { class: "turn", dataset: { state: turn.state, ttftMs: turn.ttftMs ?? "", spoken: turn.spoken ? "true" : null, latencyMs: turn.latencyMs ?? null } },
+  const short = turn.state === "done" ? shortAnswer(answer) : null;
+  return el("article", { class: "turn", dataset: { state: turn.state, ttftMs: turn.ttftMs ?? "", spoken: turn.spoken ? "true" : null,
+    latencyMs: turn.latencyMs ?? null, kept: turn.kept ? "true" : null } },
     el("div", { class: "question" }, el("span", { class: "who" }, turn.spoken ? "You, spoken" : "You"),
       turn.spoken ? el("span", { "data-testid": "transcript" }, turn.question) : turn.question,
-      el("span", { class: "muted small" }, ` · ${turn.spoken ? "voice" : turn.agent ? "agent" : "answer"} · ${turn.scope}`),
-      turn.heard ? el("span", { class: "muted small" }, ` · ${turn.heard}`) : null),
+      el("span", { class: "muted small" }, ` · ${turn.spoken ? "voice" : turn.agent ? "agent" : "answer"} · ${turn.scope || "whole library"}`),
+      turn.heard ? el("span", { class: "muted small" }, ` · ${turn.heard}`) : null,
+      turn.resolved ? el("p", { class: "resolved", "data-testid": "resolved" }, `Read as: “${turn.resolved}”`) : null),
     el("div", { class: "answer" },
-      el("p", { class: "answer-text", "data-testid": "answer" }, answerNodes(text, citations)),
+      short ? el("p", { class: "short-answer", "data-testid": "short-answer" }, short.text) : null,
+      short ? el("blockquote", { class: "support", "data-testid": "supporting-quote" }, quote(short.citation),
+        el("span", { class: "where muted" }, "— ", citationLink(short.citation, previews))) : null,
+      el("p", { class: short ? "answer-text muted small" : "answer-text", "data-testid": "answer" }, answerNodes(text, citations, previews)),
       turn.state === "streaming" ? el("span", { class: "spinner", role: "status" }, el("span", { class: "dot", "aria-hidden": "true" }), " answering…") : null,
-      turn.error ? el("div", { class: "error", role: "alert" }, turn.error) : null,
+      turn.error ? errorBox(turn.error, retry) : null,
       turn.state === "done" ? el("div", { class: "meta" }, supportBadge(answer.support_status),
         answer.confidence_note ? el("span", { class: "confidence", "data-testid": "confidence" }, answer.confidence_note) : null,
         turn.ttftMs !== undefined ? el("span", { class: "muted small" }, `first token after ${fmtMs(turn.ttftMs)}`) : null,
         turn.latencyMs !== undefined ? el("span", { class: "muted small" }, `answered ${fmtMs(turn.latencyMs)} after the recording stopped`) : null,
-        answer.engine ? el("span", { class: "muted small" }, `${answer.engine.provider || ""} ${answer.engine.model || ""}`) : null) : null,
+        answer.engine ? el("span", { class: "muted small" }, `${answer.engine.provider || ""} ${answer.engine.model || ""}`) : null,
+        turn.kept ? null : el("span", { class: "muted small" }, "not kept in the conversation")) : null,
       steps.length ? el("ol", { class: "steps", "aria-label": "Agent steps" },
-        steps.map((s) => el("li", {}, el("strong", {}, s.node), el("span", { class: "muted" }, ` ${fmtMs(s.duration_ms)}`), s.summary ? el("div", { class: "small" }, s.summary) : null))) : null,
+        steps.map((st) => el("li", {}, el("strong", {}, st.node), el("span", { class: "muted" }, ` ${fmtMs(st.duration_ms)}`), st.summary ? el("div", { class: "small" }, st.summary) : null))) : null,
       citations.length ? el("ol", { class: "citations", "aria-label": "Citations" },
-        citations.map((c) => el("li", { value: c.marker },
-          el("a", { href: citationHref(c), class: "cite-link", dataset: { marker: c.marker, documentId: c.document_id, charStart: c.char_start, charEnd: c.char_end, page: c.page,
-            startSeconds: isTimed(c) ? Number(c.start_seconds || 0) : null, endSeconds: isTimed(c) ? Number(c.end_seconds) : null } },
-            `${c.filename}${c.page ? `, p. ${c.page}` : ""}${c.sheet_name ? `, ${c.sheet_name}` : ""}${c.row_start ? ` rows ${c.row_start}-${c.row_end}` : ""}${isTimed(c) ? ` at ${fmtClock(c.start_seconds)}–${fmtClock(c.end_seconds)}` : ""}`),
-          el("blockquote", { class: "excerpt" }, c.excerpt)))) : null));
+        citations.map((c) => el("li", { value: c.marker }, citationLink(c, previews), el("blockquote", { class: "excerpt" }, quote(c))))) : null));
 }
 
-export function render(main) {
-  const turns = loadHistory().filter((t) => t.state === "done" || t.state === "failed");
+/** A stored turn (GET /v1/conversations/{id}) as the page draws it. */
+function storedTurn(t) {
+  return { question: t.question, resolved: t.resolved_question || "", answer: t.answer || {}, state: "done", kept: true };
+}
+
+export function render(main, route) {
+  const state = { conversationId: route?.params?.get("c") || sessionStorage.getItem(CURRENT_KEY) || "", conversations: [] };
+  const turns = [];
   let docs = [];
   const controller = new AbortController();
   const log = el("div", { class: "conversation", "aria-live": "polite", "data-testid": "conversation" });
-  const question = el("textarea", { id: "question", rows: "2", placeholder: "Ask about your documents…", required: true });
+  const chatList = el("ul", { "aria-label": "Your conversations" });
+  const chatTitle = el("h2", { id: "chat-title", class: "chat-title" }, "New conversation");
+  const chatHead = el("div", { class: "row chat-head" }, chatTitle);
+  const question = el("textarea", { id: "question", rows: "2", "data-skip-target": "true", placeholder: "Ask about your documents… (a follow-up such as “when did she write it?” is read against the questions before it)", required: true });
   const agent = el("input", { type: "checkbox", id: "agent-mode" });
   const scopeAll = el("input", { type: "radio", name: "scope", id: "scope-all", value: "all", checked: true });
   const scopeSome = el("input", { type: "radio", name: "scope", id: "scope-some", value: "some" });
@@ -112,14 +104,104 @@ export function render(main) {
       el("span", {}, scopeSome, el("label", { for: "scope-some" }, " Selected documents")),
       el("span", {}, agent, el("label", { for: "agent-mode" }, " Agent mode (planner → retriever → reasoner → validator)"))),
     picker,
-    el("div", { class: "row" }, submit, mic, micStatus, el("button", { type: "button", class: "secondary", onclick: () => { turns.length = 0; saveHistory(turns); draw(); } }, "Clear conversation")));
+    el("div", { class: "row" }, submit, mic, micStatus));
+  const newChat = el("button", { type: "button", class: "secondary", "data-testid": "new-conversation" }, "New conversation");
+  const sidebar = el("aside", { class: "card chats", "aria-labelledby": "chats-h" }, el("h2", { id: "chats-h" }, "Conversations"), newChat, chatList);
 
-  clear(main, el("h1", {}, "Ask"), form, log);
+  clear(main, el("h1", {}, "Ask"),
+    el("div", { class: "chat-grid" }, sidebar, el("section", { class: "chat-main", "aria-labelledby": "chat-title" }, chatHead, log, form)));
+  const previews = new Previews(main);
 
   const draw = () => {
-    clear(log, turns.length ? [...turns].reverse().map(turnView) : el("p", { class: "muted" }, "No questions yet."));
+    clear(log, turns.length ? turns.map((t) => turnView(t, previews, t.retry || null))
+      : el("p", { class: "muted" }, "No questions yet: ask one below. Follow-ups are read against the earlier questions."));
   };
-  draw();
+  const reveal = () => log.lastElementChild?.scrollIntoView({ block: "nearest" });
+
+  const renameButton = el("button", { type: "button", class: "secondary small", hidden: true }, "Rename");
+  const deleteButton = el("button", { type: "button", class: "danger small", hidden: true }, "Delete");
+  const current = () => state.conversations.find((c) => c.conversation_id === state.conversationId);
+  renameButton.addEventListener("click", async () => {
+    const c = current();
+    const title = c ? prompt("New name of the conversation", c.title || "") : null;
+    if (!title || !title.trim()) return;
+    try {
+      await call(`/v1/conversations/${encodeURIComponent(c.conversation_id)}`, { method: "PATCH", body: { title: title.trim() } });
+      await loadList();
+    } catch (error) {
+      chatHead.append(errorBox(error));
+    }
+  });
+  deleteButton.addEventListener("click", async () => {
+    const c = current();
+    if (!c || !confirm(`Delete the conversation “${c.title}”? Its questions and answers are removed.`)) return;
+    try {
+      await call(`/v1/conversations/${encodeURIComponent(c.conversation_id)}`, { method: "DELETE" });
+      openConversation("");
+    } catch (error) {
+      chatHead.append(errorBox(error));
+    }
+  });
+  chatHead.append(renameButton, deleteButton);
+
+  function drawList() {
+    const c = current();
+    chatTitle.textContent = c ? c.title || "Untitled conversation" : "New conversation";
+    renameButton.hidden = deleteButton.hidden = !c;
+    renameButton.setAttribute("aria-label", c ? `Rename “${c.title}”` : "Rename");
+    deleteButton.setAttribute("aria-label", c ? `Delete “${c.title}”` : "Delete");
+    // One Tab stop per conversation: its actions are beside the open conversation's title.
+    clear(chatList, state.conversations.length ? state.conversations.map((item) =>
+      el("li", { "aria-current": item.conversation_id === state.conversationId ? "true" : null, dataset: { conversationId: item.conversation_id } },
+        el("a", { href: `#/ask?c=${encodeURIComponent(item.conversation_id)}`, title: item.title }, item.title || "Untitled"),
+        el("span", { class: "when" }, `${plural(item.turn_count, "question")} · ${fmtDate(item.update_time)}`)))
+      : el("li", { class: "muted small" }, "None yet."));
+  }
+
+  async function loadList() {
+    try {
+      state.conversations = (await call("/v1/conversations?page_size=100", { signal: controller.signal })).conversations || [];
+    } catch (error) {
+      if (error.name === "AbortError") return;
+      clear(chatList, el("li", {}, errorBox(error, loadList)));
+      return;
+    }
+    drawList();
+  }
+
+  function remember(id) {
+    state.conversationId = id;
+    if (id) sessionStorage.setItem(CURRENT_KEY, id);
+    else sessionStorage.removeItem(CURRENT_KEY);
+    history.replaceState(null, "", id ? `#/ask?c=${encodeURIComponent(id)}` : "#/ask");
+  }
+
+  async function openConversation(id) {
+    remember(id);
+    turns.length = 0;
+    draw();
+    if (id) {
+      try {
+        const body = await call(`/v1/conversations/${encodeURIComponent(id)}`, { signal: controller.signal });
+        turns.push(...(body.turns || []).map(storedTurn));
+        draw();
+        reveal();
+      } catch (error) {
+        if (error.name === "AbortError") return;
+        if (error instanceof ApiError && error.status === 404) {
+          remember(""); // gone (deleted elsewhere): start afresh
+        } else {
+          log.append(errorBox(error, () => openConversation(id)));
+        }
+      }
+    }
+    await loadList();
+  }
+
+  newChat.addEventListener("click", () => {
+    openConversation("");
+    question.focus();
+  });
 
   const initial = new Set(selectedDocs());
   if (initial.size) {
@@ -134,6 +216,7 @@ export function render(main) {
   }).catch((error) => {
     if (error.name !== "AbortError") picker.append(el("div", { class: "error" }, describe(error)));
   });
+  openConversation(state.conversationId);
 
   question.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey) {
@@ -144,7 +227,6 @@ export function render(main) {
 
   const chosenIds = () => (scopeSome.checked ? [...picker.querySelectorAll("input:checked")].map((i) => i.value) : []);
   const scopeLabel = (ids) => (ids.length ? `${ids.length} document${ids.length > 1 ? "s" : ""}` : "whole library");
-
   // -- Ask by voice: MediaRecorder (WebM/Opus) until the button is pressed again, then /v1/query:spoken.
   const rec = { recorder: null, stream: null, chunks: [], timer: 0, startedAt: 0 };
   const setRecording = (on) => {
@@ -205,6 +287,7 @@ export function render(main) {
     const turn = { question: "(transcribing the recording…)", spoken: true, state: "streaming", citations: [], steps: [], scope: scopeLabel(ids) };
     turns.push(turn);
     draw();
+    reveal();
     mic.disabled = true;
     micStatus.textContent = `Sent ${fmtClock((stopped - rec.startedAt) / 1000)} of audio; transcribing and answering…`;
     try {
@@ -226,61 +309,80 @@ export function render(main) {
     } finally {
       mic.disabled = false;
     }
-    saveHistory(turns);
     draw();
+    reveal();
   }
 
-  form.addEventListener("submit", async (e) => {
-    e.preventDefault();
-    const text = question.value.trim();
-    if (!text) return;
-    const ids = chosenIds();
-    const turn = { question: text, agent: agent.checked, state: "streaming", text: "", citations: [], steps: [],
-      scope: scopeLabel(ids) };
-    turns.push(turn);
-    draw();
-    submit.disabled = true;
-    question.value = "";
+  async function ask(text, ids, asAgent, turn) {
     const started = performance.now();
+    submit.disabled = true;
     try {
-      const body = { question: text, document_ids: ids };
-      if (turn.agent) {
-        await stream("/v1/agents/query:stream", body, (m) => {
+      if (asAgent) {
+        await stream("/v1/agents/query:stream", { question: text, document_ids: ids }, (m) => {
           if (m.node) turn.steps.push(m.node.step);
           else if (m.done) {
             turn.answer = m.done.answer;
             turn.steps = m.done.execution_summary?.steps?.length ? m.done.execution_summary.steps : turn.steps;
             turn.state = "done";
-          } else if (m.error) throw streamError(m.error);
+          } else if (m.error) throw streamError(m.error, "/v1/agents/query:stream");
           draw();
         }, { signal: controller.signal });
       } else {
-        await stream("/v1/query:stream", body, (m) => {
-          if (m.answer_delta !== undefined) {
+        const path = `/v1/conversations/${encodeURIComponent(state.conversationId || "-")}:ask`;
+        await stream(path, { question: text, document_ids: ids }, (m) => {
+          if (m.conversation) {
+            if (m.conversation.conversation_id !== state.conversationId) {
+              remember(m.conversation.conversation_id);
+              loadList();
+            }
+          } else if (m.resolved) {
+            turn.resolved = m.resolved.rewritten ? m.resolved.resolved : "";
+          } else if (m.answer_delta !== undefined) {
             if (turn.ttftMs === undefined) turn.ttftMs = performance.now() - started;
             turn.text += m.answer_delta;
           } else if (m.citation) turn.citations.push(m.citation);
           else if (m.done) {
-            turn.answer = m.done;
+            turn.answer = m.done.answer || {};
+            turn.kept = true;
             turn.state = "done";
-          } else if (m.error) throw streamError(m.error);
+          } else if (m.error) throw streamError(m.error, "/v1/query:stream");
           draw();
         }, { signal: controller.signal });
+        loadList(); // the conversation moved to the top, its title set by the first question
       }
       if (turn.state !== "done") throw new Error("the answer stream ended without its final message");
     } catch (error) {
       if (error.name === "AbortError") return;
       turn.state = "failed";
-      turn.error = describe(error);
+      turn.error = error;
+      turn.retry = () => {
+        Object.assign(turn, { state: "streaming", text: "", citations: [], steps: [], error: null, retry: null, ttftMs: undefined });
+        draw();
+        ask(text, ids, asAgent, turn);
+      };
     } finally {
       submit.disabled = false;
     }
-    saveHistory(turns);
     draw();
+    reveal();
+  }
+
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const text = question.value.trim();
+    if (!text) return;
+    const ids = chosenIds();
+    const turn = { question: text, agent: agent.checked, state: "streaming", text: "", citations: [], steps: [], scope: scopeLabel(ids) };
+    turns.push(turn);
+    draw();
+    reveal();
+    question.value = "";
+    ask(text, ids, agent.checked, turn);
   });
 
   return () => {
     controller.abort();
+    previews.close();
     if (rec.recorder?.state === "recording") rec.recorder.stop();
     stopTracks();
   };

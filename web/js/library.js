@@ -1,6 +1,6 @@
 // Library: drag-and-drop uploads with one progress bar per file, and the documents table.
 import { call, streamError, upload } from "./api.js";
-import { clear, describe, docHref, el, enumLabel, errorBox, fmtBytes, fmtDate, spinner } from "./ui.js";
+import { clear, describe, docHref, el, enumLabel, errorBox, fmtBytes, fmtDate, pagesLabel, plural, spinner } from "./ui.js";
 
 export const SELECTED_KEY = "docuthinker.selected";
 
@@ -40,7 +40,8 @@ async function listAll() {
 
 export function render(main) {
   const state = { docs: [], query: "", type: "", sort: "create_time", dir: -1, timer: null, alive: true };
-  const input = el("input", { type: "file", id: "file-input", multiple: true, class: "visually-hidden" });
+  // Out of the tab order: the drop zone (its label, focusable) opens it, so no Tab stop is ever invisible.
+  const input = el("input", { type: "file", id: "file-input", multiple: true, class: "visually-hidden", tabindex: "-1" });
   const drop = el(
     "label",
     { for: "file-input", class: "drop", tabindex: "0", "data-testid": "dropzone" },
@@ -48,16 +49,18 @@ export function render(main) {
     " or press Enter to choose (PDF, DOCX, XLSX, CSV, HTML, Markdown, text, images)",
   );
   const uploads = el("ul", { class: "uploads", "aria-label": "Uploads", "aria-live": "polite" });
+  const clearDone = el("button", { type: "button", class: "secondary small", hidden: true, "data-testid": "clear-uploads" }, "Clear finished uploads");
+  const uploadsBar = el("div", { class: "uploads-bar" }, clearDone);
   const search = el("input", { type: "search", placeholder: "Search by name", "aria-label": "Search documents" });
   const typeFilter = el("select", { "aria-label": "Filter by type" }, el("option", { value: "" }, "All types"));
-  const tableBox = el("div", { class: "table-box" }, spinner("Loading documents"));
+  const tableBox = el("div", { class: "table-box", tabindex: "0", role: "region", "aria-label": "Documents" }, spinner("Loading documents"));
   const tableError = el("div");
   const askSelected = el("a", { class: "button secondary", href: "#/ask" }, "Ask about the selected documents");
 
   clear(
     main,
     el("h1", {}, "Library"),
-    el("section", { class: "card", "aria-labelledby": "upload-h" }, el("h2", { id: "upload-h" }, "Upload"), input, drop, uploads),
+    el("section", { class: "card", "aria-labelledby": "upload-h" }, el("h2", { id: "upload-h" }, "Upload"), input, drop, uploads, uploadsBar),
     el(
       "section",
       { class: "card", "aria-labelledby": "docs-h" },
@@ -97,7 +100,18 @@ export function render(main) {
     drawTable();
   });
 
+  // Finished rows do not pile up: a new batch clears the rows that succeeded before it, and a button clears
+  // every finished row (failed ones included) at once.
+  const finished = () => [...uploads.querySelectorAll('li.upload[data-state="done"], li.upload[data-state="failed"]')];
+  const showClear = () => { clearDone.hidden = finished().length === 0; };
+  clearDone.addEventListener("click", () => {
+    finished().forEach((li) => li.remove());
+    showClear();
+    drop.focus();
+  });
+
   function startUploads(files) {
+    uploads.querySelectorAll('li.upload[data-state="done"]').forEach((li) => li.remove());
     // Two at a time: each upload holds the embedding model for a while.
     const queue = [...files];
     const rows = new Map(files.map((f) => [f, uploadRow(f)]));
@@ -105,6 +119,7 @@ export function render(main) {
       while (queue.length) {
         const file = queue.shift();
         await runUpload(file, rows.get(file));
+        showClear();
       }
     };
     Promise.all([worker(), worker()]).then(refresh);
@@ -151,7 +166,8 @@ export function render(main) {
           } else if (m.done) {
             const d = m.done.document || {};
             set(1, m.done.duplicate ? "done (already in the library)" : "done", "done");
-            clear(row.message, el("a", { href: docHref(d.document_id) }, "Open"), ` ${d.chunk_count || 0} chunks, ${d.page_count || 0} pages`);
+            const pages = pagesLabel(d);
+            clear(row.message, el("a", { href: docHref(d.document_id) }, "Open"), ` ${plural(d.chunk_count, "chunk")}${pages === "—" ? "" : `, ${pages}`}`);
           } else if (m.error) {
             throw streamError(m.error);
           }
@@ -220,8 +236,9 @@ export function render(main) {
         el("td", { class: "col-select" }, check),
         el("td", { class: "col-filename" }, el("a", { href: docHref(d.document_id) }, d.filename), d.title && d.title !== d.filename ? el("div", { class: "muted" }, d.title) : null,
           d.error_message ? el("div", { class: "error small" }, d.error_message) : null),
-        el("td", { "data-label": "Type" }, d.file_type), el("td", { class: "num", "data-label": "Pages" }, d.page_count || 0),
-        el("td", { class: "num", "data-label": "Chunks" }, d.chunk_count || 0),
+        el("td", { "data-label": "Type" }, d.file_type),
+        el("td", { class: "num", "data-label": "Pages", title: pagesLabel(d) === "—" ? "not paged (no fixed pages)" : null }, pagesLabel(d)),
+        el("td", { class: "num", "data-label": "Chunks" }, plural(d.chunk_count, "chunk")),
         el("td", { "data-label": "Status" }, el("span", { class: `badge status-${status}` }, status)),
         el("td", { "data-label": "Graph" }, enumLabel(d.graph_sync, "GRAPH_SYNC_STATUS_")),
         el("td", { class: "num", "data-label": "Size" }, fmtBytes(d.size_bytes)), el("td", { "data-label": "Added" }, fmtDate(d.create_time)),
@@ -259,7 +276,7 @@ export function render(main) {
       clear(tableError);
     } catch (error) {
       clear(tableBox);
-      clear(tableError, errorBox(error));
+      clear(tableError, errorBox(error, refresh));
     }
     clearTimeout(state.timer);
     const busy = state.docs.some((d) => !["DOCUMENT_STATUS_READY", "DOCUMENT_STATUS_FAILED"].includes(d.status) || d.graph_sync === "GRAPH_SYNC_STATUS_PENDING");

@@ -23,7 +23,18 @@ export function itemsHolding(items, needle) {
   return [...new Set(owner.slice(at, at + target.length))];
 }
 
-export async function renderPdf(container, data, { page = 1, highlight = "" } = {}) {
+/** Rectangles (fractions of the page, from its top-left corner) drawn over a page box: a cited span located by
+ *  the server (LocateSpan: PDFium's character boxes, or OCR's word boxes for a scan). */
+export function drawBoxes(pageBox, boxes) {
+  for (const b of boxes || []) {
+    const box = el("div", { class: b.answer ? "span-box answer" : "span-box", "data-testid": b.answer ? "answer-box" : "span-box", "aria-hidden": "true" });
+    Object.assign(box.style, { left: `${b.x0 * 100}%`, top: `${b.y0 * 100}%`, width: `${(b.x1 - b.x0) * 100}%`, height: `${(b.y1 - b.y0) * 100}%` });
+    pageBox.append(box);
+  }
+  pageBox.dataset.boxes = String((boxes || []).length);
+}
+
+export async function renderPdf(container, data, { page = 1, highlight = "", located = null } = {}) {
   const task = pdfjs.getDocument({ data: new Uint8Array(data), isEvalSupported: false });
   const pdf = await task.promise;
   let current = Math.min(Math.max(1, page), pdf.numPages);
@@ -61,11 +72,18 @@ export async function renderPdf(container, data, { page = 1, highlight = "" } = 
       await text.render();
       const marked = highlight && current === page ? itemsHolding(text.textContentItemsStr, highlight) : [];
       marked.forEach((i) => text.textDivs[i]?.classList.add("hl"));
-      pageBox.dataset.highlighted = String(marked.length);
-      note.textContent = highlight && current === page
-        ? (marked.length ? "The cited span is highlighted on the page." : "The cited span could not be located in the drawn page's text layer; it is marked in the extracted text.")
+      const boxes = current === page && located ? located.boxes || [] : [];
+      drawBoxes(pageBox, boxes);
+      if (located && current === page) pageBox.dataset.boxSource = located.source || "";
+      pageBox.dataset.highlighted = String(marked.length + boxes.length);
+      const engine = located?.source === "tesseract" ? "the OCR's word boxes (Tesseract: a scanned page)" : "the PDF's own character boxes";
+      note.textContent = (highlight || boxes.length) && current === page
+        ? (boxes.length ? `The cited span is highlighted on the page from ${engine}${boxes.some((b) => b.answer) ? "; the answer itself in orange" : ""}.`
+          : marked.length ? "The cited span is highlighted on the page."
+            : "The cited span could not be located on the drawn page; it is marked in the extracted text.")
         : "";
-      if (marked.length) text.textDivs[marked[0]].scrollIntoView({ block: "center" });
+      const first = pageBox.querySelector(".span-box") || (marked.length ? text.textDivs[marked[0]] : null);
+      if (first) first.scrollIntoView({ block: "center" });
       container.dataset.ready = "true";
     } catch (error) {
       clear(stage, errorBox(error));

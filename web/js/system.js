@@ -4,8 +4,16 @@ import { clear, el, enumLabel, errorBox, fmtDate, fmtMs, fmtUsd, loadInto } from
 
 function table(head, rows, empty = "None.") {
   if (!rows.length) return el("p", { class: "muted" }, empty);
-  return el("table", {}, el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col" }, h)))),
-    el("tbody", {}, rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, c ?? ""))))));
+  // Focusable: a table wider than a phone scrolls inside its box, and a keyboard must reach that scroll.
+  return el("div", { class: "table-box", tabindex: "0", role: "region", "aria-label": head.filter(Boolean).join(", ") }, el("table", {}, el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col" }, h)))),
+    el("tbody", {}, rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, c ?? "")))))));
+}
+
+/** The local launcher's supervisor of a service: its state, restarts and how it last ended ("—" without one). */
+function supervised(s) {
+  if (!s.supervisor_state) return ["—", "—", "—"];
+  const state = s.supervisor_state;
+  return [badge(state, state === "running"), String(s.restarts || 0), s.last_exit || "—"];
 }
 
 function badge(text, good) {
@@ -32,7 +40,9 @@ export function render(main) {
   function load() {
     loadInto(health, "Checking services", () => call("/v1/health"), (h) => el("div", { "data-testid": "health" },
       el("p", {}, "Mesh: ", badge(h.status, h.status === "SERVING"), el("span", { class: "muted small" }, ` at ${fmtDate(h.time)}`)),
-      table(["Service", "Status", "Address", "Latency", "Detail"], (h.services || []).map((s) => [s.name, badge(s.status, s.status === "SERVING"), s.address, fmtMs(s.latency_ms), s.detail]))));
+      table(["Service", "Status", "Address", "Latency", "Supervisor", "Restarts", "Last exit", "Detail"],
+        (h.services || []).map((s) => [s.name, badge(s.status, s.status === "SERVING"), s.address, fmtMs(s.latency_ms), ...supervised(s), s.detail])),
+      el("p", { class: "muted small" }, "Supervisor: the local launcher (make run) restarts a service that dies, within its restart budget; Last exit says why it died.")));
     loadInto(costs, "Loading costs", () => call("/v1/costs"), (c) => el("div", {},
       el("p", {}, `Period ${c.period}: ${fmtUsd(c.total_cost)} over ${c.total_requests} requests`, c.warning ? badge("near the budget", false) : null),
       budget("Mesh today", c.daily_spent, c.daily_budget), budget("Mesh this month", c.monthly_spent, c.monthly_budget),

@@ -34,8 +34,15 @@ export function describe(error) {
   return error && error.message ? error.message : String(error);
 }
 
-export function errorBox(error) {
-  return el("div", { class: "error", role: "alert" }, describe(error));
+/** The error in words; with `retry`, a Retry button that runs it (offered for every error: a refused call can
+ *  succeed once the token or the input is fixed, and a restarting service comes back). */
+export function errorBox(error, retry = null) {
+  const box = el("div", { class: "error", role: "alert" }, describe(error));
+  if (retry) {
+    box.append(el("button", { type: "button", class: "secondary small retry", "data-testid": "retry",
+      onclick: () => retry() }, "Retry"));
+  }
+  return box;
 }
 
 /** "DOCUMENT_STATUS_READY" -> "ready" (enum names as the transcoder prints them). */
@@ -81,7 +88,7 @@ export async function loadInto(target, label, load, render) {
     const data = await load();
     clear(target, render(data));
   } catch (error) {
-    clear(target, errorBox(error));
+    clear(target, errorBox(error, () => loadInto(target, label, load, render)));
   } finally {
     target.removeAttribute("aria-busy");
   }
@@ -98,4 +105,18 @@ export function docHref(documentId, params = {}) {
   const q = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== ""));
   const s = q.toString();
   return `#/doc/${encodeURIComponent(documentId)}${s ? `?${s}` : ""}`;
+}
+
+/** "1 chunk", "2 chunks". */
+export function plural(n, word, many = `${word}s`) {
+  const v = Number(n || 0);
+  return `${v} ${v === 1 ? word : many}`;
+}
+
+/** Pages of a paged document, sheets of a workbook, or "—" (DOCX and delimited text have no fixed pages). */
+export function pagesLabel(d) {
+  if (Number(d.page_count || 0) > 0) return plural(d.page_count, "page");
+  const sheets = (d.sheet_names || []).length;
+  if (sheets) return plural(sheets, "sheet");
+  return "—";
 }

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import pathlib
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any
 
 from google.api import httpbody_pb2
+from pydantic import Field
 
 from docuthinker.orchestrator.v1 import evaluation_pb2 as epb
 from services.orchestrator.mcp.mesh import MeshGateway
@@ -21,7 +22,12 @@ def register(tool: Register, mesh: MeshGateway) -> None:
     """Adds the evaluation tools through the server's ``tool`` decorator (errors reported as the others')."""
 
     @tool
-    async def eval_set_upload(path: str = "", content: str = "", name: str = "", format: str = "") -> dict[str, Any]:  # noqa: A002
+    async def eval_set_upload(
+        path: Annotated[str, Field(description="A local CSV or JSON file of questions (or give content)")] = "",
+        content: Annotated[str, Field(description="The set's text, CSV or JSON (or give path)")] = "",
+        name: Annotated[str, Field(description="A name for the set (default: the file's name)")] = "",
+        format: Annotated[str, Field(description='"csv" or "json" (default: from the file name or the text)')] = "",  # noqa: A002
+    ) -> dict[str, Any]:
         """Upload an evaluation set (questions with accepted answers, CSV or JSON, see docs/evaluation.md): give a
         local file path or the file's text. A malformed set is refused with its row numbers."""
         if bool(path) == bool(content):
@@ -40,8 +46,15 @@ def register(tool: Register, mesh: MeshGateway) -> None:
         return {"sets": sets.get("eval_sets", []), "recent_runs": runs.get("runs", [])}
 
     @tool
-    async def eval_run(setId: str, documentIds: list[str] | None = None, topK: int = 0, agent: bool = False,  # noqa: N803
-                       label: str = "", wait: bool = True, waitSeconds: float = 600) -> dict[str, Any]:  # noqa: N803
+    async def eval_run(  # noqa: N803 - MCP argument names are camelCase like the other tools'
+        setId: Annotated[str, Field(description="The evaluation set to run (eval_sets lists them)")],
+        documentIds: Annotated[list[str] | None, Field(description="Only these documents (default: the library)")] = None,
+        topK: Annotated[int, Field(description="Chunks of evidence per question (0: the engine's default)")] = 0,
+        agent: Annotated[bool, Field(description="Ask through the agent graph instead of the answer engine")] = False,
+        label: Annotated[str, Field(description="A label to recognise the run by")] = "",
+        wait: Annotated[bool, Field(description="Return only when the run ends (or waitSeconds pass)")] = True,
+        waitSeconds: Annotated[float, Field(description="Longest wait, in seconds")] = 600,
+    ) -> dict[str, Any]:
         """Run an evaluation set against the library (or documentIds): correct / cited / refused per question and
         totals per kind and tag. With wait, returns when it ends (or after waitSeconds, still running)."""
         mode = epb.EVAL_MODE_AGENT if agent else epb.EVAL_MODE_ANSWER
@@ -55,7 +68,11 @@ def register(tool: Register, mesh: MeshGateway) -> None:
         return run
 
     @tool
-    async def eval_run_status(runId: str, items: bool = False, cancel: bool = False) -> dict[str, Any]:  # noqa: N803
+    async def eval_run_status(  # noqa: N803
+        runId: Annotated[str, Field(description="The run to read")],
+        items: Annotated[bool, Field(description="Include every question's answer and score")] = False,
+        cancel: Annotated[bool, Field(description="Cancel the run first (the questions done are kept)")] = False,
+    ) -> dict[str, Any]:
         """A run's progress and figures (items: every question's answer and score; cancel: stop it first)."""
         if cancel:
             await mesh.orchestrator_call("CancelEvalRun", epb.CancelEvalRunRequest(run_id=runId))
@@ -67,7 +84,10 @@ def register(tool: Register, mesh: MeshGateway) -> None:
         return run
 
     @tool
-    async def eval_runs_compare(baseRunId: str, candidateRunId: str) -> dict[str, Any]:  # noqa: N803
+    async def eval_runs_compare(  # noqa: N803
+        baseRunId: Annotated[str, Field(description="The run compared against")],
+        candidateRunId: Annotated[str, Field(description="The run compared")],
+    ) -> dict[str, Any]:
         """Two runs side by side: the settings and models that differ, the figures' deltas, and each question
         that got better or worse."""
         return await mesh.orchestrator_call("CompareEvalRuns", epb.CompareEvalRunsRequest(

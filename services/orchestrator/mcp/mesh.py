@@ -22,6 +22,8 @@ from services.rag.client import RagClient
 from services.runtime import request_context
 from services.runtime.clients import ChannelPool
 from services.runtime.config import MeshSettings
+from services.runtime.errors import InvalidArgument
+from services.orchestrator.mcp import documents
 
 LONG_CALL_S = 300.0
 
@@ -50,21 +52,41 @@ class MeshGateway:
     async def close(self) -> None:
         await self._channels.close()
 
-    # -- NLP ------------------------------------------------------------------------------
-    async def nlp(self, operation: str, text: str, **options: Any) -> dict[str, Any]:
-        """An NLP operation (``services.nlp.client.OPERATIONS``) on inline text, as JSON."""
+    # -- the library ---------------------------------------------------------------------
+    async def documents(self) -> list[dict[str, Any]]:
         with self._as_tenant():
-            return (await self._nlp.analysis(operation, {"text": text}, timeout=LONG_CALL_S, **options)).data
+            return await self._rag.list_documents()
 
-    async def summarize(self, text: str, bullets: bool = False) -> dict[str, Any]:
-        return await self.nlp("summarize", text, style="bullets" if bullets else "narrative")
+    async def document_id(self, reference: str) -> str:
+        """The id of the stored document ``reference`` names (an id, its start, or a file name)."""
+        return str(documents.resolve(reference, await self.documents())["document_id"])
+
+    async def source(self, text: str, document: str) -> dict[str, str]:
+        """What an NLP operation reads: inline ``text`` or a stored ``document`` (exactly one)."""
+        if bool(text.strip()) == bool(document.strip()):
+            raise InvalidArgument("give exactly one of text (inline) or documentId (a stored document: its id, the"
+                                  " first characters of its id, or its file name; see list_documents)",
+                                  reason="ONE_SOURCE")
+        return {"text": text} if text.strip() else {"document_id": await self.document_id(document)}
+
+    # -- NLP ------------------------------------------------------------------------------
+    async def nlp(self, operation: str, text: str, document: str = "", **options: Any) -> dict[str, Any]:
+        """An NLP operation (``services.nlp.client.OPERATIONS``) on inline text or a stored document, as JSON."""
+        source = await self.source(text, document)
+        with self._as_tenant():
+            data = (await self._nlp.analysis(operation, source, timeout=LONG_CALL_S, **options)).data
+        return {**({"document_id": source["document_id"]} if "document_id" in source else {}), **data}
+
+    async def summarize(self, text: str, bullets: bool = False, document: str = "") -> dict[str, Any]:
+        return await self.nlp("summarize", text, document, style="bullets" if bullets else "narrative")
 
     # -- orchestrator ---------------------------------------------------------------------
-    async def chat(self, message: str, document_text: str) -> dict[str, Any]:
-        intent = "chat.document" if document_text else "chat.general"
+    async def chat(self, message: str, document_text: str, document: str = "") -> dict[str, Any]:
+        document_id = await self.document_id(document) if document.strip() else ""
+        intent = "chat.document" if document_text or document_id else "chat.general"
         with self._as_tenant():
             return await self._orchestrator.task(intent, "chat", message=message, text=document_text,
-                                                 timeout=LONG_CALL_S)
+                                                 document_id=document_id, timeout=LONG_CALL_S)
 
     async def voice(self, audio: bytes, document_ids: list[str], top_k: int) -> dict[str, Any]:
         """A spoken question through the orchestrator's ``chat.voice`` intent."""

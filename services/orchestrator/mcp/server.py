@@ -1,10 +1,12 @@
 """DocuThinker as an MCP server over stdio (official ``mcp`` SDK, FastMCP): ``make mcp``.
 
-Twenty-six tools, each a call to the running mesh (addresses from the usual ``DOCUTHINKER_*``
+Twenty-seven tools, each a call to the running mesh (addresses from the usual ``DOCUTHINKER_*``
 variables): the seed orchestrator's thirteen (document operations, chat, health, costs, RAG
 and graph queries), its AI/ML server's seven (brief, semantic search, topics, vector and
-graph upsert/search/query), ``voice_question`` (a spoken question, via ``chat.voice``), and the five
-evaluation tools of ``mcp/evals.py`` (upload a set of questions, run it, follow it, compare two runs).
+graph upsert/search/query), ``voice_question`` (a spoken question, via ``chat.voice``),
+``list_documents`` (the library) and the five evaluation tools of ``mcp/evals.py`` (upload a set of
+questions, run it, follow it, compare two runs). The document tools take a stored document (``documentId``:
+its id, the first characters of its id, or its file name) or inline text; every parameter is described.
 For an MCP host, e.g. Claude Desktop's ``mcpServers``::
 
     {"docuthinker": {"command": "/path/to/.venv/bin/python",
@@ -22,14 +24,15 @@ import logging
 import functools
 import pathlib
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any
 
 import grpc
 from mcp.server.fastmcp import FastMCP
+from pydantic import Field
 
 from mcp.server.fastmcp.exceptions import ToolError
 
-from services.orchestrator.mcp import evals
+from services.orchestrator.mcp import documents, evals
 from services.orchestrator.mcp.mesh import MeshGateway
 from services.orchestrator.settings import OrchestratorSettings
 from services.orchestrator.tools import document_statistics
@@ -47,6 +50,10 @@ AI_ML_TOOLS = (
     "graph_upsert", "graph_query",
 )
 VOICE_TOOLS = ("voice_question",)
+LIBRARY_TOOLS = ("list_documents",)
+Text = Annotated[str, Field(description="The document's text (or use documentId for a stored document)")]
+DocumentRef = Annotated[str, Field(description="A stored document: its id, the first characters of its id, or its"
+                                               " file name (see list_documents); or use text")]
 
 
 def build_server(mesh: MeshGateway) -> FastMCP:
@@ -55,57 +62,79 @@ def build_server(mesh: MeshGateway) -> FastMCP:
     def tool() -> Callable[[Callable[..., Awaitable[Any]]], Any]:
         return lambda fn: server.tool()(_reported(fn))
 
+    # -- the library -------------------------------------------------------------------------
+    @tool()
+    async def list_documents(
+        query: Annotated[str, Field(description="Only documents whose file name or title contains this (any case);"
+                                                " empty: all")] = "",
+        limit: Annotated[int, Field(description="At most this many, newest first", ge=1, le=500)] = 50,
+    ) -> dict[str, Any]:
+        """The documents stored in the library (id, file name, title, type, status, pages, chunks), newest first.
+        Pass a document's id, the first characters of its id, or its file name as documentId to the
+        document_* tools."""
+        low = query.casefold().strip()
+        found = [documents.summary(d) for d in await mesh.documents()
+                 if not low or low in f"{d.get('filename', '')} {d.get('title', '')}".casefold()]
+        return {"documents": found[:limit], "count": len(found)}
+
     # -- the seed orchestrator's thirteen ---------------------------------------------------
     @tool()
-    async def document_summarize(text: str) -> dict[str, Any]:
-        """Summarise a document in prose."""
-        return await mesh.summarize(text)
+    async def document_summarize(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+        """Summarise a document in prose: a stored one (documentId) or the text given."""
+        return await mesh.summarize(text, document=documentId)
 
     @tool()
-    async def document_key_ideas(text: str) -> dict[str, Any]:
-        """The three to seven key ideas of a document."""
-        return await mesh.nlp("key_ideas", text)
+    async def document_key_ideas(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+        """The three to seven key ideas of a document (stored, or the text given)."""
+        return await mesh.nlp("key_ideas", text, documentId)
 
     @tool()
-    async def document_sentiment(text: str) -> dict[str, Any]:
-        """Sentiment of a document, overall and per sentence."""
-        return await mesh.nlp("sentiment", text)
+    async def document_sentiment(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+        """Sentiment of a document (stored, or the text given), overall and per sentence."""
+        return await mesh.nlp("sentiment", text, documentId)
 
     @tool()
-    async def document_discussion_points(text: str) -> dict[str, Any]:
-        """Questions worth discussing about a document."""
-        return await mesh.nlp("discussion_points", text)
+    async def document_discussion_points(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+        """Questions worth discussing about a document (stored, or the text given)."""
+        return await mesh.nlp("discussion_points", text, documentId)
 
     @tool()
-    async def document_analytics(text: str) -> dict[str, Any]:
-        """Counts, reading time, readability and keywords of a text (the NLP service's analytics)."""
+    async def document_analytics(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+        """Counts, reading time, readability and keywords of a document (stored, or the text given)."""
         try:
-            return await mesh.nlp("analytics", text)
+            return await mesh.nlp("analytics", text, documentId)
         except DomainError as exc:
             # The seed computed analytics locally: do the same when the NLP service is down.
-            if exc.code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            if exc.code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) or not text:
                 raise
             return {**document_statistics(text), "computed": "locally (NLP service unreachable)"}
 
     @tool()
-    async def document_bullet_summary(text: str) -> dict[str, Any]:
-        """Bullet-point summary of a document."""
-        return await mesh.summarize(text, bullets=True)
+    async def document_bullet_summary(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+        """Bullet-point summary of a document (stored, or the text given)."""
+        return await mesh.summarize(text, bullets=True, document=documentId)
 
     @tool()
-    async def document_rewrite(text: str, style: str) -> dict[str, Any]:
-        """Rewrite a text in a style, e.g. "formal" or "plain English for a ten-year-old"."""
-        return await mesh.nlp("rewrite", text, style=style)
+    async def document_rewrite(
+        style: Annotated[str, Field(description='How to rewrite, e.g. "formal" or "plain English for a ten-year-old"')],
+        text: Text = "", documentId: DocumentRef = "",  # noqa: N803
+    ) -> dict[str, Any]:
+        """Rewrite a text (or a stored document) in a style."""
+        return await mesh.nlp("rewrite", text, documentId, style=style)
 
     @tool()
-    async def document_recommendations(text: str) -> dict[str, Any]:
-        """Actionable recommendations with rationale and priority."""
-        return await mesh.nlp("recommendations", text)
+    async def document_recommendations(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+        """Actionable recommendations with rationale and priority, from a document (stored, or the text given)."""
+        return await mesh.nlp("recommendations", text, documentId)
 
     @tool()
-    async def document_chat(message: str, documentText: str = "") -> dict[str, Any]:  # noqa: N803 - seed name
-        """Ask a question about a document's text (or chat without one)."""
-        return await mesh.chat(message, documentText)
+    async def document_chat(  # noqa: N803 - seed names
+        message: Annotated[str, Field(description="Your question or message")],
+        documentText: Annotated[str, Field(description="A document's text to talk about (or use documentId)")] = "",
+        documentId: DocumentRef = "",
+    ) -> dict[str, Any]:
+        """Ask a question about a document (a stored one, or its text), or chat without one."""
+        return await mesh.chat(message, documentText, documentId)
 
     @tool()
     async def system_health() -> dict[str, Any]:
@@ -113,63 +142,101 @@ def build_server(mesh: MeshGateway) -> FastMCP:
         return await mesh.health()
 
     @tool()
-    async def system_costs(period: str = "today") -> dict[str, Any]:
+    async def system_costs(
+        period: Annotated[str, Field(description="today, week or month")] = "today",
+    ) -> dict[str, Any]:
         """LLM spend by provider and intent for today, week or month, with the budgets."""
         return await mesh.costs(period)
 
     @tool()
-    async def rag_query(query: str, topK: int = 5) -> dict[str, Any]:  # noqa: N803 - seed name
+    async def rag_query(  # noqa: N803 - seed name
+        query: Annotated[str, Field(description="The question")],
+        topK: Annotated[int, Field(description="Passages of evidence to read (1-50)", ge=1, le=50)] = 5,
+    ) -> dict[str, Any]:
         """A grounded answer with citations from the stored documents."""
         return await mesh.query(query, topK)
 
     @tool()
     async def voice_question(  # noqa: N803 - camelCase like the seed's tools
-        audioPath: str = "", audioBase64: str = "", documentIds: list[str] | None = None, topK: int = 0,
+        audioPath: Annotated[str, Field(description="A recording on this machine (or use audioBase64)")] = "",
+        audioBase64: Annotated[str, Field(description="The recording's bytes, base64")] = "",
+        documentIds: Annotated[list[str] | None, Field(description="Only these stored documents (ids)")] = None,
+        topK: Annotated[int, Field(description="Passages of evidence to read; 0: the default", ge=0, le=50)] = 0,
     ) -> dict[str, Any]:
         """Answer a spoken question (a recording: WAV, MP3, M4A, OGG/Opus, FLAC, WebM, MP4) from the stored
         documents: give a local file path or base64 bytes. Returns the transcript and a cited answer."""
         return await mesh.voice(_recording(audioPath, audioBase64), documentIds or [], topK)
 
     @tool()
-    async def knowledge_graph_query(query: str) -> dict[str, Any]:
+    async def knowledge_graph_query(
+        query: Annotated[str, Field(description="Read-only Cypher, or a plain question about topics and entities")],
+    ) -> dict[str, Any]:
         """Query the knowledge graph: read-only Cypher, or a plain question about topics and entities."""
         return (await mesh.tool("knowledge_graph_query", {"query": query}))["result"]
 
     # -- the seed AI/ML server's seven ------------------------------------------------------
     @tool()
-    async def agentic_document_brief(document: str, question: str = "", translate_lang: str = "") -> dict[str, Any]:
+    async def agentic_document_brief(
+        document: Annotated[str, Field(description="The document's text")],
+        question: Annotated[str, Field(description="A question to answer from it, with citations")] = "",
+        translate_lang: Annotated[str, Field(description="A language to translate the overview into, e.g. es")] = "",
+    ) -> dict[str, Any]:
         """Full analysis of a document: overview, topics, an answer with citations, the crew's review,
         sentiment, and a translation when a language is given."""
         return await mesh.brief(document, question, translate_lang)
 
     @tool()
-    async def semantic_document_search(document: str, query: str) -> dict[str, Any]:
-        """Search inside one document (stored first; identical text is stored once)."""
+    async def semantic_document_search(  # noqa: N803
+        query: Annotated[str, Field(description="What to look for")],
+        document: Annotated[str, Field(description="A document's text (stored first; identical text is stored"
+                                                   " once), or use documentId")] = "",
+        documentId: DocumentRef = "",
+    ) -> dict[str, Any]:
+        """Search inside one document: a stored one (documentId) or the text given."""
+        if documentId.strip():
+            document_id = await mesh.document_id(documentId)
+            return {"document_id": document_id, **await mesh.search(query, 5, [document_id])}
         return await mesh.search_in(document, query)
 
     @tool()
-    async def quick_topics(document: str) -> dict[str, Any]:
-        """Weighted topics of a document."""
-        return await mesh.nlp("topics", document)
+    async def quick_topics(  # noqa: N803
+        document: Annotated[str, Field(description="A document's text (or use documentId)")] = "",
+        documentId: DocumentRef = "",
+    ) -> dict[str, Any]:
+        """Weighted topics of a document (stored, or the text given)."""
+        return await mesh.nlp("topics", document, documentId)
 
     @tool()
-    async def vector_upsert(document: str, doc_id: str = "", metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def vector_upsert(
+        document: Annotated[str, Field(description="The text to store")],
+        doc_id: Annotated[str, Field(description="Names the stored file <doc_id>.txt")] = "",
+        metadata: Annotated[dict[str, Any] | None, Field(description='{"filename": ...} names the file')] = None,
+    ) -> dict[str, Any]:
         """Store a document: parsed, chunked, embedded and indexed for search."""
         filename = str((metadata or {}).get("filename") or (f"{doc_id}.txt" if doc_id else "mcp-document.txt"))
         return await mesh.ingest(document, filename)
 
     @tool()
-    async def vector_search(query: str, n_results: int = 5) -> dict[str, Any]:
+    async def vector_search(
+        query: Annotated[str, Field(description="What to look for")],
+        n_results: Annotated[int, Field(description="How many passages", ge=1, le=50)] = 5,
+    ) -> dict[str, Any]:
         """Semantic (embedding) search over the stored documents."""
         return await mesh.search(query, n_results, dense_only=True)
 
     @tool()
-    async def graph_upsert(document: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def graph_upsert(
+        document: Annotated[str, Field(description="The text whose topics and entities to add")],
+        metadata: Annotated[dict[str, Any] | None, Field(description='{"doc_id": ..., "title": ...}')] = None,
+    ) -> dict[str, Any]:
         """Add a document's topics and entities to the knowledge graph."""
         return await mesh.graph_upsert(document, metadata or {})
 
     @tool()
-    async def graph_query(query: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def graph_query(
+        query: Annotated[str, Field(description="A read-only Cypher query, e.g. MATCH (d:Document) RETURN d.title")],
+        params: Annotated[dict[str, Any] | None, Field(description="Its $parameters")] = None,
+    ) -> dict[str, Any]:
         """Read-only Cypher over the knowledge graph, with parameters."""
         return await mesh.graph_query(query, params)
 

@@ -24,6 +24,7 @@ from services.graph.client import GraphClient
 from services.graph.entity_resolution import entity_key, topic_key
 from services.graph.upsert_batching import MAX_NAME_CHARS
 from services.rag.documents import DocumentRecord, Section
+from services.rag.graph_sync.entity_filter import clean_entities
 from services.nlp.client import NlpClient
 from services.rag.graph_sync.settings import GraphSyncSettings
 from services.runtime import ChannelPool, request_context
@@ -147,7 +148,7 @@ class GraphFeed:
         entities: Sequence[Entity] = ()
         if self._settings.max_entities:
             with tenant_context(tenant, self._settings.call_timeout_s):
-                entities = await self._extractor.entities(text, self._settings.entity_labels)
+                entities = clean_entities(await self._extractor.entities(text, self._settings.entity_labels), text)
         return DocumentFacts(graph_topics(topics, self._settings.max_topics),
                              graph_entities(entities, self._settings.max_entities))
 

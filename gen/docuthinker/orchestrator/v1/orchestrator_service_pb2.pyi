@@ -1,6 +1,7 @@
 import datetime
 
 from docuthinker.orchestrator.v1 import evaluation_pb2 as _evaluation_pb2
+from docuthinker.rag.v1 import answers_pb2 as _answers_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.api import httpbody_pb2 as _httpbody_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
@@ -518,6 +519,226 @@ class ClearConversationResponse(_message.Message):
     SUCCESS_FIELD_NUMBER: _ClassVar[int]
     success: bool
     def __init__(self, success: _Optional[bool] = ...) -> None: ...
+
+class Conversation(_message.Message):
+    __slots__ = ("conversation_id", "title", "document_ids", "turn_count", "create_time", "update_time", "subject")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    TURN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    title: str
+    document_ids: _containers.RepeatedScalarFieldContainer[str]
+    turn_count: int
+    create_time: _timestamp_pb2.Timestamp
+    update_time: _timestamp_pb2.Timestamp
+    subject: str
+    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., document_ids: _Optional[_Iterable[str]] = ..., turn_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., subject: _Optional[str] = ...) -> None: ...
+
+class ConversationTurn(_message.Message):
+    __slots__ = ("turn_id", "question", "resolved_question", "answer", "create_time")
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_QUESTION_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    turn_id: str
+    question: str
+    resolved_question: str
+    answer: _answers_pb2.Answer
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, turn_id: _Optional[str] = ..., question: _Optional[str] = ..., resolved_question: _Optional[str] = ..., answer: _Optional[_Union[_answers_pb2.Answer, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListConversationsRequest(_message.Message):
+    __slots__ = ("page_size",)
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    def __init__(self, page_size: _Optional[int] = ...) -> None: ...
+
+class ListConversationsResponse(_message.Message):
+    __slots__ = ("conversations",)
+    CONVERSATIONS_FIELD_NUMBER: _ClassVar[int]
+    conversations: _containers.RepeatedCompositeFieldContainer[Conversation]
+    def __init__(self, conversations: _Optional[_Iterable[_Union[Conversation, _Mapping]]] = ...) -> None: ...
+
+class CreateConversationRequest(_message.Message):
+    __slots__ = ("title", "document_ids")
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    title: str
+    document_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, title: _Optional[str] = ..., document_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class CreateConversationResponse(_message.Message):
+    __slots__ = ("conversation",)
+    CONVERSATION_FIELD_NUMBER: _ClassVar[int]
+    conversation: Conversation
+    def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ...) -> None: ...
+
+class ReadConversationRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class ReadConversationResponse(_message.Message):
+    __slots__ = ("conversation", "turns")
+    CONVERSATION_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    conversation: Conversation
+    turns: _containers.RepeatedCompositeFieldContainer[ConversationTurn]
+    def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ..., turns: _Optional[_Iterable[_Union[ConversationTurn, _Mapping]]] = ...) -> None: ...
+
+class RenameConversationRequest(_message.Message):
+    __slots__ = ("conversation_id", "title")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    title: str
+    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ...) -> None: ...
+
+class RenameConversationResponse(_message.Message):
+    __slots__ = ("conversation",)
+    CONVERSATION_FIELD_NUMBER: _ClassVar[int]
+    conversation: Conversation
+    def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ...) -> None: ...
+
+class DeleteConversationRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class DeleteConversationResponse(_message.Message):
+    __slots__ = ("deleted",)
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    deleted: bool
+    def __init__(self, deleted: _Optional[bool] = ...) -> None: ...
+
+class AskConversationRequest(_message.Message):
+    __slots__ = ("conversation_id", "question", "document_ids", "top_k")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    question: str
+    document_ids: _containers.RepeatedScalarFieldContainer[str]
+    top_k: int
+    def __init__(self, conversation_id: _Optional[str] = ..., question: _Optional[str] = ..., document_ids: _Optional[_Iterable[str]] = ..., top_k: _Optional[int] = ...) -> None: ...
+
+class ResolvedQuestion(_message.Message):
+    __slots__ = ("question", "resolved", "rewritten", "explanation")
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_FIELD_NUMBER: _ClassVar[int]
+    REWRITTEN_FIELD_NUMBER: _ClassVar[int]
+    EXPLANATION_FIELD_NUMBER: _ClassVar[int]
+    question: str
+    resolved: str
+    rewritten: bool
+    explanation: str
+    def __init__(self, question: _Optional[str] = ..., resolved: _Optional[str] = ..., rewritten: _Optional[bool] = ..., explanation: _Optional[str] = ...) -> None: ...
+
+class AskConversationResponse(_message.Message):
+    __slots__ = ("conversation", "resolved", "answer_delta", "citation", "done", "error")
+    CONVERSATION_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_DELTA_FIELD_NUMBER: _ClassVar[int]
+    CITATION_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    conversation: Conversation
+    resolved: ResolvedQuestion
+    answer_delta: str
+    citation: _answers_pb2.Citation
+    done: ConversationTurn
+    error: _status_pb2.Status
+    def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ..., resolved: _Optional[_Union[ResolvedQuestion, _Mapping]] = ..., answer_delta: _Optional[str] = ..., citation: _Optional[_Union[_answers_pb2.Citation, _Mapping]] = ..., done: _Optional[_Union[ConversationTurn, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+
+class ListUserConversationsRequest(_message.Message):
+    __slots__ = ("subject", "page_size")
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    subject: str
+    page_size: int
+    def __init__(self, subject: _Optional[str] = ..., page_size: _Optional[int] = ...) -> None: ...
+
+class ListUserConversationsResponse(_message.Message):
+    __slots__ = ("conversations",)
+    CONVERSATIONS_FIELD_NUMBER: _ClassVar[int]
+    conversations: _containers.RepeatedCompositeFieldContainer[Conversation]
+    def __init__(self, conversations: _Optional[_Iterable[_Union[Conversation, _Mapping]]] = ...) -> None: ...
+
+class ReadUserConversationRequest(_message.Message):
+    __slots__ = ("subject", "conversation_id")
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    subject: str
+    conversation_id: str
+    def __init__(self, subject: _Optional[str] = ..., conversation_id: _Optional[str] = ...) -> None: ...
+
+class ReadUserConversationResponse(_message.Message):
+    __slots__ = ("conversation", "turns")
+    CONVERSATION_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    conversation: Conversation
+    turns: _containers.RepeatedCompositeFieldContainer[ConversationTurn]
+    def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ..., turns: _Optional[_Iterable[_Union[ConversationTurn, _Mapping]]] = ...) -> None: ...
+
+class ModelServer(_message.Message):
+    __slots__ = ("base_url", "model", "has_api_key", "context_window")
+    BASE_URL_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    HAS_API_KEY_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    base_url: str
+    model: str
+    has_api_key: bool
+    context_window: int
+    def __init__(self, base_url: _Optional[str] = ..., model: _Optional[str] = ..., has_api_key: _Optional[bool] = ..., context_window: _Optional[int] = ...) -> None: ...
+
+class GetModelServerRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetModelServerResponse(_message.Message):
+    __slots__ = ("server", "configured", "source", "models", "problem")
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    CONFIGURED_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    server: ModelServer
+    configured: bool
+    source: str
+    models: _containers.RepeatedScalarFieldContainer[str]
+    problem: str
+    def __init__(self, server: _Optional[_Union[ModelServer, _Mapping]] = ..., configured: _Optional[bool] = ..., source: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., problem: _Optional[str] = ...) -> None: ...
+
+class SetModelServerRequest(_message.Message):
+    __slots__ = ("base_url", "model", "api_key", "context_window")
+    BASE_URL_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    base_url: str
+    model: str
+    api_key: str
+    context_window: int
+    def __init__(self, base_url: _Optional[str] = ..., model: _Optional[str] = ..., api_key: _Optional[str] = ..., context_window: _Optional[int] = ...) -> None: ...
+
+class SetModelServerResponse(_message.Message):
+    __slots__ = ("server", "configured", "models")
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    CONFIGURED_FIELD_NUMBER: _ClassVar[int]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    server: ModelServer
+    configured: bool
+    models: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, server: _Optional[_Union[ModelServer, _Mapping]] = ..., configured: _Optional[bool] = ..., models: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetHealthRequest(_message.Message):
     __slots__ = ()

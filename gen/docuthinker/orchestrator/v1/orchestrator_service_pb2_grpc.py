@@ -147,6 +147,46 @@ class OrchestratorServiceStub:
                 request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReplayDeadLetterRequest.SerializeToString,
                 response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReplayDeadLetterResponse.FromString,
                 _registered_method=True)
+        self.ListConversations = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/ListConversations',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ListConversationsRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ListConversationsResponse.FromString,
+                _registered_method=True)
+        self.CreateConversation = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/CreateConversation',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.CreateConversationRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.CreateConversationResponse.FromString,
+                _registered_method=True)
+        self.ReadConversation = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/ReadConversation',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReadConversationRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReadConversationResponse.FromString,
+                _registered_method=True)
+        self.RenameConversation = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/RenameConversation',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.RenameConversationRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.RenameConversationResponse.FromString,
+                _registered_method=True)
+        self.DeleteConversation = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/DeleteConversation',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.DeleteConversationRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.DeleteConversationResponse.FromString,
+                _registered_method=True)
+        self.AskConversation = channel.unary_stream(
+                '/docuthinker.orchestrator.v1.OrchestratorService/AskConversation',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.AskConversationRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.AskConversationResponse.FromString,
+                _registered_method=True)
+        self.ListUserConversations = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/ListUserConversations',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ListUserConversationsRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ListUserConversationsResponse.FromString,
+                _registered_method=True)
+        self.ReadUserConversation = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/ReadUserConversation',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReadUserConversationRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReadUserConversationResponse.FromString,
+                _registered_method=True)
         self.AddConversationMessage = channel.unary_unary(
                 '/docuthinker.orchestrator.v1.OrchestratorService/AddConversationMessage',
                 request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.AddConversationMessageRequest.SerializeToString,
@@ -161,6 +201,16 @@ class OrchestratorServiceStub:
                 '/docuthinker.orchestrator.v1.OrchestratorService/ClearConversation',
                 request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ClearConversationRequest.SerializeToString,
                 response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ClearConversationResponse.FromString,
+                _registered_method=True)
+        self.GetModelServer = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/GetModelServer',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.GetModelServerRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.GetModelServerResponse.FromString,
+                _registered_method=True)
+        self.SetModelServer = channel.unary_unary(
+                '/docuthinker.orchestrator.v1.OrchestratorService/SetModelServer',
+                request_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.SetModelServerRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.SetModelServerResponse.FromString,
                 _registered_method=True)
         self.GetHealth = channel.unary_unary(
                 '/docuthinker.orchestrator.v1.OrchestratorService/GetHealth',
@@ -331,22 +381,98 @@ class OrchestratorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListConversations(self, request, context):
+        """The caller's conversations (keyed by the bearer token's subject), most recently used first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateConversation(self, request, context):
+        """Starts a conversation of the caller.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReadConversation(self, request, context):
+        """One of the caller's conversations with its turns, oldest first (another user's is NOT_FOUND).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RenameConversation(self, request, context):
+        """Renames one of the caller's conversations.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteConversation(self, request, context):
+        """Deletes one of the caller's conversations and its turns.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AskConversation(self, request, context):
+        """Asks a question in a conversation ("-" starts a new one): a follow-up is first resolved against the
+        earlier turns (pronouns and elided parts filled in), then answered with citations; both the question
+        and the answer are kept. Streams the conversation, the resolved question, answer deltas, citations,
+        then the stored turn.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListUserConversations(self, request, context):
+        """Admin only: another user's conversations in the caller's tenant.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReadUserConversation(self, request, context):
+        """Admin only: one conversation of another user in the caller's tenant, with its turns.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AddConversationMessage(self, request, context):
-        """Appends a message to a conversation.
+        """Appends a message to a conversation. `user_id` must be the caller's own (the token's subject, or
+        "me"): another user's is PERMISSION_DENIED, for an admin too (admins read through the admin routes).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetConversation(self, request, context):
-        """Reads a conversation.
+        """Reads a conversation of the caller (`user_id`: the caller's own, as for AddConversationMessage).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ClearConversation(self, request, context):
-        """Clears a conversation.
+        """Clears a conversation of the caller (`user_id`: the caller's own, as for AddConversationMessage).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetModelServer(self, request, context):
+        """The OpenAI-compatible server (Ollama, llama.cpp, vLLM) that serves language-model tasks instead of the local
+        model, with the models it lists; none until one is chosen.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetModelServer(self, request, context):
+        """Admin only: chooses that server (checked first: it must list its models), or none with an empty base_url.
+        Every service uses it from its next call.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -472,6 +598,46 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReplayDeadLetterRequest.FromString,
                     response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReplayDeadLetterResponse.SerializeToString,
             ),
+            'ListConversations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListConversations,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ListConversationsRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ListConversationsResponse.SerializeToString,
+            ),
+            'CreateConversation': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateConversation,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.CreateConversationRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.CreateConversationResponse.SerializeToString,
+            ),
+            'ReadConversation': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadConversation,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReadConversationRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReadConversationResponse.SerializeToString,
+            ),
+            'RenameConversation': grpc.unary_unary_rpc_method_handler(
+                    servicer.RenameConversation,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.RenameConversationRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.RenameConversationResponse.SerializeToString,
+            ),
+            'DeleteConversation': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteConversation,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.DeleteConversationRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.DeleteConversationResponse.SerializeToString,
+            ),
+            'AskConversation': grpc.unary_stream_rpc_method_handler(
+                    servicer.AskConversation,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.AskConversationRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.AskConversationResponse.SerializeToString,
+            ),
+            'ListUserConversations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListUserConversations,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ListUserConversationsRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ListUserConversationsResponse.SerializeToString,
+            ),
+            'ReadUserConversation': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadUserConversation,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReadUserConversationRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReadUserConversationResponse.SerializeToString,
+            ),
             'AddConversationMessage': grpc.unary_unary_rpc_method_handler(
                     servicer.AddConversationMessage,
                     request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.AddConversationMessageRequest.FromString,
@@ -486,6 +652,16 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.ClearConversation,
                     request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ClearConversationRequest.FromString,
                     response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ClearConversationResponse.SerializeToString,
+            ),
+            'GetModelServer': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetModelServer,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.GetModelServerRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.GetModelServerResponse.SerializeToString,
+            ),
+            'SetModelServer': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetModelServer,
+                    request_deserializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.SetModelServerRequest.FromString,
+                    response_serializer=docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.SetModelServerResponse.SerializeToString,
             ),
             'GetHealth': grpc.unary_unary_rpc_method_handler(
                     servicer.GetHealth,
@@ -1099,6 +1275,222 @@ class OrchestratorService:
             _registered_method=True)
 
     @staticmethod
+    def ListConversations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/ListConversations',
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ListConversationsRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ListConversationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateConversation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/CreateConversation',
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.CreateConversationRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.CreateConversationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadConversation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/ReadConversation',
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReadConversationRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReadConversationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RenameConversation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/RenameConversation',
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.RenameConversationRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.RenameConversationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteConversation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/DeleteConversation',
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.DeleteConversationRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.DeleteConversationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AskConversation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/AskConversation',
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.AskConversationRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.AskConversationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListUserConversations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/ListUserConversations',
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ListUserConversationsRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ListUserConversationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadUserConversation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/ReadUserConversation',
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReadUserConversationRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ReadUserConversationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def AddConversationMessage(request,
             target,
             options=(),
@@ -1169,6 +1561,60 @@ class OrchestratorService:
             '/docuthinker.orchestrator.v1.OrchestratorService/ClearConversation',
             docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ClearConversationRequest.SerializeToString,
             docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.ClearConversationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetModelServer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/GetModelServer',
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.GetModelServerRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.GetModelServerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetModelServer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.orchestrator.v1.OrchestratorService/SetModelServer',
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.SetModelServerRequest.SerializeToString,
+            docuthinker_dot_orchestrator_dot_v1_dot_orchestrator__service__pb2.SetModelServerResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -145,6 +145,56 @@ class GetDocumentContentRequest(_message.Message):
     document_id: str
     def __init__(self, document_id: _Optional[str] = ...) -> None: ...
 
+class LocateSpanRequest(_message.Message):
+    __slots__ = ("document_id", "page", "char_start", "char_end", "answer_char_start", "answer_char_end")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    CHAR_START_FIELD_NUMBER: _ClassVar[int]
+    CHAR_END_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_CHAR_START_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_CHAR_END_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    page: int
+    char_start: int
+    char_end: int
+    answer_char_start: int
+    answer_char_end: int
+    def __init__(self, document_id: _Optional[str] = ..., page: _Optional[int] = ..., char_start: _Optional[int] = ..., char_end: _Optional[int] = ..., answer_char_start: _Optional[int] = ..., answer_char_end: _Optional[int] = ...) -> None: ...
+
+class SpanBox(_message.Message):
+    __slots__ = ("x0", "y0", "x1", "y1", "answer")
+    X0_FIELD_NUMBER: _ClassVar[int]
+    Y0_FIELD_NUMBER: _ClassVar[int]
+    X1_FIELD_NUMBER: _ClassVar[int]
+    Y1_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    answer: bool
+    def __init__(self, x0: _Optional[float] = ..., y0: _Optional[float] = ..., x1: _Optional[float] = ..., y1: _Optional[float] = ..., answer: _Optional[bool] = ...) -> None: ...
+
+class LocateSpanResponse(_message.Message):
+    __slots__ = ("page", "source", "boxes", "words_found", "words_total")
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    BOXES_FIELD_NUMBER: _ClassVar[int]
+    WORDS_FOUND_FIELD_NUMBER: _ClassVar[int]
+    WORDS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    page: int
+    source: str
+    boxes: _containers.RepeatedCompositeFieldContainer[SpanBox]
+    words_found: int
+    words_total: int
+    def __init__(self, page: _Optional[int] = ..., source: _Optional[str] = ..., boxes: _Optional[_Iterable[_Union[SpanBox, _Mapping]]] = ..., words_found: _Optional[int] = ..., words_total: _Optional[int] = ...) -> None: ...
+
+class GetDocumentPreviewRequest(_message.Message):
+    __slots__ = ("document_id",)
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    def __init__(self, document_id: _Optional[str] = ...) -> None: ...
+
 class DeleteDocumentRequest(_message.Message):
     __slots__ = ("document_id",)
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]

@@ -71,6 +71,16 @@ class RagServiceStub:
                 request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentContentRequest.SerializeToString,
                 response_deserializer=google_dot_api_dot_httpbody__pb2.HttpBody.FromString,
                 _registered_method=True)
+        self.LocateSpan = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/LocateSpan',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.LocateSpanRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.LocateSpanResponse.FromString,
+                _registered_method=True)
+        self.GetDocumentPreview = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/GetDocumentPreview',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentPreviewRequest.SerializeToString,
+                response_deserializer=google_dot_api_dot_httpbody__pb2.HttpBody.FromString,
+                _registered_method=True)
         self.DeleteDocument = channel.unary_unary(
                 '/docuthinker.rag.v1.RagService/DeleteDocument',
                 request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.DeleteDocumentRequest.SerializeToString,
@@ -176,6 +186,24 @@ class RagServiceServicer:
 
     def GetDocumentContent(self, request, context):
         """Returns the stored original bytes of a document, with their content type (the web app's viewer).
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LocateSpan(self, request, context):
+        """Where a span of a page's text lies on the page: boxes from the PDF's own character boxes (pdfium) for
+        text and table cells, or from OCR's word boxes (Tesseract) for a scanned page or an image.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDocumentPreview(self, request, context):
+        """An HTML rendering of a DOCX, spreadsheet (XLSX, XLS, ODS) or delimited (CSV, TSV) original, for the web
+        app's viewer (served sandboxed, like the original's bytes).
         buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
         buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
@@ -296,6 +324,16 @@ def add_RagServiceServicer_to_server(servicer, server):
             'GetDocumentContent': grpc.unary_unary_rpc_method_handler(
                     servicer.GetDocumentContent,
                     request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentContentRequest.FromString,
+                    response_serializer=google_dot_api_dot_httpbody__pb2.HttpBody.SerializeToString,
+            ),
+            'LocateSpan': grpc.unary_unary_rpc_method_handler(
+                    servicer.LocateSpan,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.LocateSpanRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.LocateSpanResponse.SerializeToString,
+            ),
+            'GetDocumentPreview': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDocumentPreview,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentPreviewRequest.FromString,
                     response_serializer=google_dot_api_dot_httpbody__pb2.HttpBody.SerializeToString,
             ),
             'DeleteDocument': grpc.unary_unary_rpc_method_handler(
@@ -543,6 +581,60 @@ class RagService:
             target,
             '/docuthinker.rag.v1.RagService/GetDocumentContent',
             docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentContentRequest.SerializeToString,
+            google_dot_api_dot_httpbody__pb2.HttpBody.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LocateSpan(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/LocateSpan',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.LocateSpanRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.LocateSpanResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDocumentPreview(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/GetDocumentPreview',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentPreviewRequest.SerializeToString,
             google_dot_api_dot_httpbody__pb2.HttpBody.FromString,
             options,
             channel_credentials,
