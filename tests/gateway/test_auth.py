@@ -72,7 +72,7 @@ def _filters(rendered: dict) -> list[str]:
 
 def test_auth_filters_come_before_the_transcoder_only_when_enabled(keys):
     _, _, auth = keys
-    no_limits = EdgeSettings(client_rps=0, tenant_rps=0)
+    no_limits = EdgeSettings(client_rps=0, tenant_rps=0, anonymous_rps=0)
     # lua: the strict-JSON check (gateway/request_validation.py), right before the transcoder
     assert _filters(envoy_config.render(MeshSettings(), edge=no_limits)) == ["lua", "grpc_json_transcoder", "router"]
     assert _filters(envoy_config.render(MeshSettings(), auth=AuthSettings(enabled=False), edge=no_limits)) == [
@@ -81,9 +81,11 @@ def test_auth_filters_come_before_the_transcoder_only_when_enabled(keys):
         envoy_config.render(MeshSettings(), auth=AuthSettings(), edge=no_limits)
     assert _filters(envoy_config.render(MeshSettings(), auth=auth, edge=no_limits)) == [
         "header_mutation", "jwt_authn", "rbac", "lua", "grpc_json_transcoder", "router"]
-    # The rate limiter (on by default) runs after auth, so the tenant it counts is the token's.
+    # The rate limiters (on by default): per client address before auth, so a flood without a token (or with a
+    # bad one) is limited too; per tenant after it, so the tenant it counts is the token's.
     assert _filters(envoy_config.render(MeshSettings(), auth=auth)) == [
-        "header_mutation", "jwt_authn", "rbac", "local_ratelimit", "lua", "grpc_json_transcoder", "router"]
+        "client_rate_limit", "header_mutation", "jwt_authn", "rbac", "local_ratelimit", "lua", "grpc_json_transcoder",
+        "router"]
 
 
 def test_envoy_accepts_the_auth_config(keys, tmp_path):
