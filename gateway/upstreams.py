@@ -33,7 +33,7 @@ MAX_CONCURRENT_RETRIES = 256
 """Retries in flight per cluster (Envoy's default of 3 overflowed during a replica kill)."""
 
 
-def _is_literal(host: str) -> bool:
+def is_literal(host: str) -> bool:
     return host.replace(".", "").isdigit() or ":" in host
 
 
@@ -63,7 +63,7 @@ def cluster(name: str, peer: Peer, health_check: dict, http2: bool = True, keepa
     (``{"grpc_health_check": ...}`` or ``{"http_health_check": ...}``); ``keepalive``: HTTP/2 PINGs
     (``{"interval": ..., "timeout": ...}``) so a paused replica's connection is closed within seconds;
     ``upstream_filters``: HTTP filters run on every request sent to it (``gateway/mesh_credentials.py``)."""
-    static = not peer.dns and all(_is_literal(host) for host, _ in peer.endpoints)
+    static = not peer.dns and all(is_literal(host) for host, _ in peer.endpoints)
     body: dict = {
         "name": name,
         "type": "STATIC" if static else "STRICT_DNS",
