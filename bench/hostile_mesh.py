@@ -2,7 +2,8 @@
 
 Each probe works on a running mesh (``services.launcher.mesh.Mesh``), talks only to 127.0.0.1, is bounded,
 and returns what it measured as plain data; ``tests/e2e/test_hostile_mesh.py`` asserts on the same probes,
-and ``python -m bench.hostile_mesh`` runs them all and writes ``bench/results/hostile-mesh-<date>.json``:
+and ``python -m bench.hostile_mesh`` runs them all and writes ``bench/results/hostile-mesh-<date>.json``
+(``--baseline-rev REV`` adds the held-uploads probe on another revision's mesh, side by side):
 
 - ``credential``: every admin endpoint of Envoy (over its unix socket) and the rendered config, searched for
   the mesh credential; the admin socket's mode; no admin TCP port.
@@ -96,8 +97,11 @@ def credential(mesh) -> dict:
         "config_file_has_credential": secret in config,
         "admin_is_unix_socket": stat.S_ISSOCK(mode),
         "admin_socket_mode": oct(stat.S_IMODE(mode)),
-        "admin_address": json.loads(mesh.admin.get("/server_info", timeout=10).text)["command_line_options"].get(
-            "admin_address_path", ""),
+        # Envoy's TCP listeners: the public one and the stats-only one, no admin port among them.
+        "tcp_listeners": sorted(
+            f"{a['socket_address']['address']}:{a['socket_address']['port_value']}"
+            for listener in mesh.admin.get("/listeners", {"format": "json"}, timeout=10).json()["listener_statuses"]
+            for a in [listener["local_address"]] if "socket_address" in a),
     }
 
 
@@ -535,10 +539,50 @@ def replicated_env(dsn: str) -> dict[str, str]:
             "DOCUTHINKER_DLQ_BACKOFF_S": str(DLQ_BACKOFF_S), "DOCUTHINKER_DLQ_POLL_S": "0.5"}
 
 
+_BASELINE = """
+import importlib.util, json, pathlib, sys, tempfile
+spec = importlib.util.spec_from_file_location("hostile_probes", sys.argv[1])
+probes = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(probes)
+from services.launcher.mesh import Mesh
+with tempfile.TemporaryDirectory(prefix="hostile-baseline-", dir="/tmp") as work:
+    root = pathlib.Path(work)
+    with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True, extra_env=probes.SINGLE_ENV) as mesh:
+        print("RESULT " + json.dumps(probes.held_uploads(mesh)), flush=True)
+"""
+
+
+def baseline_held_uploads(rev: str) -> dict:
+    """``held_uploads`` on the mesh of another revision of this repository (e.g. main before #38), exported to a
+    temporary directory (the web app's built libraries copied in), in the same run as this one's."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix="hostile-baseline-tree-", dir="/tmp") as work:
+        tree = pathlib.Path(work)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        if (ROOT / "web" / "vendor").is_dir():
+            shutil.copytree(ROOT / "web" / "vendor", tree / "web" / "vendor", dirs_exist_ok=True)
+        env = {**os.environ, "PYTHONPATH": f"{tree}:{tree / 'gen'}"}
+        done = subprocess.run([sys.executable, "-c", _BASELINE, str(pathlib.Path(__file__).resolve())], cwd=tree,
+                              env=env, capture_output=True, text=True, timeout=900)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if line is None:
+        return {"commit": commit, "error": (done.stdout + done.stderr)[-2000:]}
+    return {"commit": commit, **json.loads(line[7:])}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=pathlib.Path, default=None)
     parser.add_argument("--skip-replicas", action="store_true", help="only the single mesh's probes")
+    parser.add_argument("--baseline-rev", default=None,
+                        help="a git revision (e.g. main before #38) whose mesh gets the held-uploads probe too")
     args = parser.parse_args()
     import tempfile
 
@@ -551,6 +595,9 @@ def main() -> None:
     report: dict = {"date": today, "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
                                                "load_at_start": os.getloadavg()[0]},
                     "note": "loopback only; two shared cores (other agents ran meanwhile): timings are one run's"}
+    if args.baseline_rev is not None:
+        report["held_uploads_baseline"] = baseline_held_uploads(args.baseline_rev)
+        print("held_uploads_baseline", json.dumps(report["held_uploads_baseline"])[:400], flush=True)
     with tempfile.TemporaryDirectory(prefix="hostile-", dir="/tmp") as work:
         root = pathlib.Path(work)
         ceiling = MemoryCeiling(8192, prefix="hostile-bench", limits_mb={"gateway": 512})

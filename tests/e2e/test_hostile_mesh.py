@@ -45,6 +45,8 @@ def test_no_admin_endpoint_or_config_shows_the_mesh_credential(mesh):
     assert found["endpoints_answered"] == found["endpoints_checked"], found
     assert found["credential_found"] == 0 and not found["config_file_has_credential"], found
     assert found["admin_is_unix_socket"] and found["admin_socket_mode"] == "0o600", found
+    public, stats = mesh.settings.gateway_port, mesh.settings.gateway_stats_port
+    assert found["tcp_listeners"] == sorted(f"127.0.0.1:{port}" for port in (public, stats)), found
     # ... and yet Envoy proves itself to the services: every call below goes through it.
 
 
