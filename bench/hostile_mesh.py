@@ -3,7 +3,7 @@
 Each probe works on a running mesh (``services.launcher.mesh.Mesh``), talks only to 127.0.0.1, is bounded,
 and returns what it measured as plain data; ``tests/e2e/test_hostile_mesh.py`` asserts on the same probes,
 and ``python -m bench.hostile_mesh`` runs them all and writes ``bench/results/hostile-mesh-<date>.json``
-(``--baseline-rev REV`` adds the held-uploads probe on another revision's mesh, side by side):
+(``--baseline-rev REV`` runs the single-mesh probes on another revision's mesh too, side by side):
 
 - ``credential``: every admin endpoint of Envoy (over its unix socket) and the rendered config, searched for
   the mesh credential; the admin socket's mode; no admin TCP port.
@@ -65,6 +65,14 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def admin_get(mesh, path: str, params: dict[str, str] | None = None) -> httpx.Response:
+    """A GET of Envoy's admin interface: its unix socket, or (a mesh from before #38, ``--baseline-rev``) the TCP
+    port it had then."""
+    if hasattr(mesh, "admin"):
+        return mesh.admin.get(path, params, timeout=10)
+    return httpx.get(f"{mesh.admin_url}{path}", params=params, timeout=10)
+
+
 def _status_body(reply: httpx.Response) -> bool:
     """A ``google.rpc.Status`` JSON body (code, message)."""
     if not reply.headers.get("content-type", "").startswith("application/json"):
@@ -84,11 +92,11 @@ def credential(mesh) -> dict:
     found = {}
     statuses = {}
     for path in ADMIN_ENDPOINTS:
-        reply = mesh.admin.get(path, timeout=10)
+        reply = admin_get(mesh, path)
         statuses[path] = reply.status_code
         found[path] = secret in reply.text
     config = (mesh.log_dir / "envoy.yaml").read_text()
-    mode = os.stat(mesh.admin.socket_path).st_mode
+    mode = os.stat(mesh.admin.socket_path).st_mode if hasattr(mesh, "admin") else 0
     return {
         "endpoints_checked": len(ADMIN_ENDPOINTS),
         "endpoints_answered": sum(1 for s in statuses.values() if s == 200),
@@ -96,11 +104,12 @@ def credential(mesh) -> dict:
         "credential_found_at": sorted(p for p, hit in found.items() if hit),
         "config_file_has_credential": secret in config,
         "admin_is_unix_socket": stat.S_ISSOCK(mode),
+        "admin_tcp_port": getattr(mesh, "admin_url", None),
         "admin_socket_mode": oct(stat.S_IMODE(mode)),
         # Envoy's TCP listeners: the public one and the stats-only one, no admin port among them.
         "tcp_listeners": sorted(
             f"{a['socket_address']['address']}:{a['socket_address']['port_value']}"
-            for listener in mesh.admin.get("/listeners", {"format": "json"}, timeout=10).json()["listener_statuses"]
+            for listener in admin_get(mesh, "/listeners", {"format": "json"}).json()["listener_statuses"]
             for a in [listener["local_address"]] if "socket_address" in a),
     }
 
@@ -316,7 +325,7 @@ def pause(mesh, delays: tuple[float, ...] = (0, 0.5, 1, 2, 3, 4, 6), pause_s: fl
             time.sleep(max(0.0, pause_s - (time.monotonic() - paused)))
         finally:
             os.kill(pid, signal.SIGCONT)
-    retries = mesh.admin.get("/stats", params={"filter": r"^cluster\.rag\.upstream_rq_retry$"}, timeout=10).text
+    retries = admin_get(mesh, "/stats", {"filter": r"^cluster\.rag\.upstream_rq_retry$"}).text
     return {"calls": len(results), "seconds": [round(s, 2) for s, _, _ in results],
             "max_s": round(max(s for s, _, _ in results), 2),
             "statuses": dict(Counter(str(code) for _, code, _ in results)),
@@ -548,12 +557,20 @@ from services.launcher.mesh import Mesh
 with tempfile.TemporaryDirectory(prefix="hostile-baseline-", dir="/tmp") as work:
     root = pathlib.Path(work)
     with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True, extra_env=probes.SINGLE_ENV) as mesh:
-        print("RESULT " + json.dumps(probes.held_uploads(mesh)), flush=True)
+        report = {}
+        for name in probes.BASELINE_PROBES:
+            try:
+                report[name] = getattr(probes, name)(mesh)
+            except Exception as error:  # noqa: BLE001 - a probe the old mesh cannot take part in
+                report[name] = {"error": f"{type(error).__name__}: {error}"}
+        print("RESULT " + json.dumps(report), flush=True)
 """
+BASELINE_PROBES = ("credential", "headers", "oversized", "strict_json", "held_uploads", "pause", "flood")
+"""The probes run on the baseline revision's mesh too (the replica ones need its own pgserver run: not repeated)."""
 
 
-def baseline_held_uploads(rev: str) -> dict:
-    """``held_uploads`` on the mesh of another revision of this repository (e.g. main before #38), exported to a
+def baseline(rev: str) -> dict:
+    """``BASELINE_PROBES`` on the mesh of another revision of this repository (e.g. main before #38), exported to a
     temporary directory (the web app's built libraries copied in), in the same run as this one's."""
     import shutil
     import subprocess
@@ -582,7 +599,7 @@ def main() -> None:
     parser.add_argument("--out", type=pathlib.Path, default=None)
     parser.add_argument("--skip-replicas", action="store_true", help="only the single mesh's probes")
     parser.add_argument("--baseline-rev", default=None,
-                        help="a git revision (e.g. main before #38) whose mesh gets the held-uploads probe too")
+                        help="a git revision (e.g. main before #38) whose mesh gets the single-mesh probes too")
     args = parser.parse_args()
     import tempfile
 
@@ -596,8 +613,8 @@ def main() -> None:
                                                "load_at_start": os.getloadavg()[0]},
                     "note": "loopback only; two shared cores (other agents ran meanwhile): timings are one run's"}
     if args.baseline_rev is not None:
-        report["held_uploads_baseline"] = baseline_held_uploads(args.baseline_rev)
-        print("held_uploads_baseline", json.dumps(report["held_uploads_baseline"])[:400], flush=True)
+        report["baseline"] = baseline(args.baseline_rev)
+        print("baseline", json.dumps(report["baseline"])[:2000], flush=True)
     with tempfile.TemporaryDirectory(prefix="hostile-", dir="/tmp") as work:
         root = pathlib.Path(work)
         ceiling = MemoryCeiling(8192, prefix="hostile-bench", limits_mb={"gateway": 512})
