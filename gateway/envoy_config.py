@@ -28,7 +28,7 @@ from gateway import auth as edge_auth
 from gateway import edge_policy, http_apps, mesh_credentials, request_validation, static_site, upstreams
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
-from services.runtime import gateway_reflection, mesh_auth
+from services.runtime import gateway_reflection
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 from services.runtime.contracts import RpcMethod, methods_of
 
@@ -41,6 +41,8 @@ HEADER_MUTATION = "envoy.filters.http.header_mutation"
 # Calls answering with a user's uploaded bytes (HTML, SVG ...) on the web app's origin: a browser
 # opening one directly gets them sandboxed (no scripts, no access to the app's stored token).
 UNTRUSTED_BYTES = frozenset({"GetDocumentContent", "GetDocumentPreview"})
+HIDDEN_RESPONSE_HEADERS = ("server", "x-powered-by", "x-envoy-upstream-service-time")
+"""Response headers that would name the software behind the gateway (an upstream's aiohttp says its version)."""
 UNTRUSTED_BYTES_HEADERS = {
     "content-security-policy": "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'",
     "x-content-type-options": "nosniff",
@@ -86,7 +88,17 @@ def load_methods(descriptor_set: pathlib.Path = DESCRIPTOR_SET) -> dict[str, lis
     return methods
 
 
-def _routes(service: str, methods: list[Method]) -> list[dict]:
+RETRY_ON_ONE_REPLICA = "connect-failure,refused-stream,unavailable"
+"""What a lone replica's idempotent call is retried on: its connection was refused, or it said UNAVAILABLE. Not a
+reset of a request it had: a replica that dies under it is gone (a retry would find it refusing), and one that is
+paused or hung is cut off by keepalive after ``peer_keepalive_s`` + ``peer_keepalive_timeout_s`` (about 5 s),
+after which a retry would wait out a second keepalive on a new connection to the same stopped process (measured:
+about 9 s in all, where the README promises 5)."""
+RETRY_ON_REPLICAS = f"{RETRY_ON_ONE_REPLICA},reset"
+"""Several replicas: a call reset under it is retried on another one (the previous-hosts predicate)."""
+
+
+def _routes(service: str, methods: list[Method], replicated: bool) -> list[dict]:
     routes = []
     for method in methods:
         if method.internal:
@@ -101,7 +113,7 @@ def _routes(service: str, methods: list[Method]) -> list[dict]:
             route["max_stream_duration"] = {"grpc_timeout_header_max": f"{UNARY_TIMEOUT_S}s"}
             if method.idempotent:
                 route["retry_policy"] = {
-                    "retry_on": "connect-failure,refused-stream,unavailable,reset",
+                    "retry_on": RETRY_ON_REPLICAS if replicated else RETRY_ON_ONE_REPLICA,
                     "num_retries": 2,
                     "per_try_timeout": f"{UNARY_TIMEOUT_S // 3}s",
                     "retry_back_off": {"base_interval": "0.1s", "max_interval": "1s"},
@@ -130,25 +142,33 @@ def _reflection_routes() -> list[dict]:
             for prefix in gateway_reflection.METHOD_PREFIXES]
 
 
+def _replicated(settings: MeshSettings, service: str) -> bool:
+    """Whether Envoy may find more than one replica of ``service`` (a list of them, or a DNS name)."""
+    peer = settings.peer_of(service)
+    return peer.dns or len(peer.endpoints) > 1 or not all(upstreams.is_literal(host) for host, _ in peer.endpoints)
+
+
 def _cluster(service: str, settings: MeshSettings, health_service: str) -> dict:
     # Every replica of the service (its target setting), each health-checked and ejected on its own. HTTP/2
     # PINGs to each, as services ping each other (services/runtime/keepalive.py): a paused service's
     # connection is closed within seconds and its in-flight requests end (503) instead of hanging.
     keepalive = {"interval": f"{settings.peer_keepalive_s}s", "timeout": f"{settings.peer_keepalive_timeout_s}s"}
     return upstreams.cluster(service, settings.peer_of(service), {"grpc_health_check": {"service_name": health_service}},
-                             keepalive=keepalive)
+                             keepalive=keepalive, upstream_filters=mesh_credentials.upstream_filters(settings))
 
 
 def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET,
            auth: AuthSettings | None = None, edge: EdgeSettings | None = None) -> dict:
     """Envoy's bootstrap; with ``auth`` enabled, bearer tokens are verified ahead of the transcoder."""
     edge = edge or EdgeSettings()
-    rate_limit = edge_policy.rate_limit_filter(edge)
     methods = load_methods(descriptor_set)
     full_names = {short: ms[0].service for short, ms in methods.items()}
-    routes = [*http_apps.routes(), *(r for service in SERVICE_NAMES for r in _routes(service, methods[service])),
+    routes = [*http_apps.routes(), *(r for service in SERVICE_NAMES
+                                     for r in _routes(service, methods[service], _replicated(settings, service))),
               *_reflection_routes()]
     edge_filters = edge_auth.http_filters(auth) if auth is not None and auth.enabled else []
+    client_limit = edge_policy.client_rate_limit_filter(edge, tokens_required=bool(edge_filters))
+    tenant_limit = edge_policy.tenant_rate_limit_filter(edge)
     # The web app at / (web/): exact-path routes answered by Envoy itself, ahead of the RPC routes.
     web_routes = static_site.routes([TRANSCODER, *(f["name"] for f in edge_filters if f["name"] != HEADER_MUTATION)])
     transcoder = {
@@ -168,14 +188,19 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
                 "reject_unknown_method": True,
                 "reject_unknown_query_parameters": True,
             },
-            # JSON requests are small; raw uploads are bounded by the upload limit.
-            "max_request_body_size": settings.max_upload_bytes,
+            # What the transcoder may hold of one request: a JSON body (raw uploads pass through it in pieces of
+            # at most 1 MiB, streamed on to rag, and rag counts them against the upload limit). Also the stream's
+            # buffer limit, so it must stay small: an upload held by a slow upstream buffers up to it in Envoy.
+            "max_request_body_size": request_validation.MAX_JSON_BYTES,
             "max_response_body_size": 64 * 1024 * 1024,
         },
     }
     listener = {
         "name": "public",
         "address": {"socket_address": {"address": settings.host, "port_value": settings.gateway_port}},
+        # What Envoy reads ahead of a request per connection: the largest JSON body (the strict-JSON check reads one
+        # whole), and what a streamed upload may have in Envoy before the client is made to wait.
+        "per_connection_buffer_limit_bytes": request_validation.MAX_JSON_BYTES,
         "filter_chains": [
             {
                 "filters": [
@@ -185,6 +210,9 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
                             "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
                             "stat_prefix": "ingress",
                             "codec_type": "AUTO",
+                            # Answers do not name the proxy (no "server: envoy"; an upstream's own header is
+                            # dropped at the virtual host), nor its internals (the router adds no x-envoy-*).
+                            "server_header_transformation": "PASS_THROUGH",
                             "stream_idle_timeout": "300s",
                             **edge_policy.connection_manager_options(edge),
                             "access_log": [
@@ -207,21 +235,24 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
                                 "name": "docuthinker",
                                 "virtual_hosts": [
                                     {"name": "docuthinker", "domains": ["*"], "routes": [*web_routes, *routes],
-                                     **mesh_credentials.virtual_host_options(settings, auth)}
+                                     "response_headers_to_remove": list(HIDDEN_RESPONSE_HEADERS),
+                                     **mesh_credentials.virtual_host_options(auth)}
                                 ],
                                 "max_direct_response_body_size_bytes": static_site.MAX_FILE_BYTES,
                             },
                             "http_filters": [
+                                *([client_limit] if client_limit is not None else []),  # before auth: floods too
                                 *edge_filters,
-                                *([rate_limit] if rate_limit is not None else []),  # after auth: tenant from the token
-                                # strict JSON, before the transcoder drops unknown fields
-                                request_validation.lua_filter(http_apps.OPENAI_API, descriptor_set,
-                                                              mesh_auth.read_credential(settings.mesh_credential_file)),
+                                *([tenant_limit] if tenant_limit is not None else []),  # after auth: tenant from the token
+                                # strict JSON and body sizes at the headers, before the transcoder drops unknown fields
+                                request_validation.lua_filter(http_apps.OPENAI_API, settings.max_upload_bytes,
+                                                              descriptor_set),
                                 transcoder,
                                 {
                                     "name": "envoy.filters.http.router",
                                     "typed_config": {
-                                        "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+                                        "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router",
+                                        "suppress_envoy_headers": True,
                                     },
                                 },
                             ],
@@ -234,15 +265,19 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
     clusters = [*(_cluster(s, settings, full_names[s]) for s in SERVICE_NAMES), *http_apps.clusters(settings)]
     bootstrap = {
         "admin": {
-            "address": {"socket_address": {"address": "127.0.0.1", "port_value": settings.gateway_admin_port}},
+            # A unix socket only the mesh's user may open: the admin interface can stop Envoy, change its log
+            # level and dump its configuration, so no TCP port (which any local user reaches) serves it.
+            "address": {"pipe": {"path": str(admin_socket(settings)), "mode": ADMIN_SOCKET_MODE}},
             "ignore_global_conn_limit": True,
         },
         "overload_manager": edge_policy.overload_manager(edge),
-        "static_resources": {"listeners": [listener], "clusters": clusters},
+        "memory_allocator_manager": edge_policy.memory_release(),
+        "static_resources": {"listeners": [listener], "clusters": clusters,
+                             "secrets": mesh_credentials.secrets(settings)},
     }
     if settings.gateway_stats_port:
         bootstrap["static_resources"]["listeners"].append(_stats_listener(settings))
-        clusters.append(_static_cluster(ADMIN_CLUSTER, "127.0.0.1", settings.gateway_admin_port, http2=False))
+        clusters.append(_admin_cluster(settings))
     if settings.otlp_endpoint:
         clusters.append(_collector_cluster(settings.otlp_endpoint))
         # Export spans every half second (Envoy's default is 5 s), so a trace is complete soon after its request.
@@ -318,10 +353,34 @@ def _static_cluster(name: str, host: str, port: int, http2: bool) -> dict:
 
 
 ADMIN_CLUSTER = "envoy_admin"
+ADMIN_SOCKET_MODE = 0o600
+ADMIN_SOCKET_MAX_CHARS = 100
+"""A unix socket's path must fit ``sun_path`` (108 bytes on Linux, with its terminating NUL)."""
+
+
+def admin_socket(settings: MeshSettings) -> pathlib.Path:
+    """Where Envoy's admin interface listens: ``gateway_admin_socket``, or ``<data_dir>/run/gateway-admin.sock``."""
+    path = settings.gateway_admin_socket or pathlib.Path(settings.data_dir) / "run" / "gateway-admin.sock"
+    path = path if path.is_absolute() else pathlib.Path.cwd() / path
+    if len(str(path)) > ADMIN_SOCKET_MAX_CHARS:
+        raise ValueError(f"Envoy's admin socket path {path} is longer than {ADMIN_SOCKET_MAX_CHARS} characters (a unix"
+                         " socket's limit): set DOCUTHINKER_GATEWAY_ADMIN_SOCKET to a shorter one")
+    return path
+
+
+def _admin_cluster(settings: MeshSettings) -> dict:
+    """The stats listener's way to the admin interface: its unix socket."""
+    return {
+        "name": ADMIN_CLUSTER,
+        "type": "STATIC",
+        "connect_timeout": "1s",
+        "load_assignment": {"cluster_name": ADMIN_CLUSTER, "endpoints": [{"lb_endpoints": [
+            {"endpoint": {"address": {"pipe": {"path": str(admin_socket(settings))}}}}]}]},
+    }
 
 
 def _stats_listener(settings: MeshSettings) -> dict:
-    """Only GET /stats/prometheus of the admin interface, on the service interface (the admin stays local)."""
+    """Only GET /stats/prometheus of the admin interface, on the service interface (the admin stays on its socket)."""
     return {
         "name": "stats",
         "address": {"socket_address": {"address": settings.host, "port_value": settings.gateway_stats_port}},
@@ -331,6 +390,7 @@ def _stats_listener(settings: MeshSettings) -> dict:
             "typed_config": {
                 "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
                 "stat_prefix": "stats",
+                "server_header_transformation": "PASS_THROUGH",
                 "route_config": {"name": "stats", "virtual_hosts": [{"name": "stats", "domains": ["*"], "routes": [
                     {"match": {"path": "/stats/prometheus", "headers": [
                         {"name": ":method", "string_match": {"exact": "GET"}}]},
@@ -345,8 +405,10 @@ def _stats_listener(settings: MeshSettings) -> dict:
 
 def write(path: pathlib.Path, settings: MeshSettings, auth: AuthSettings | None = None,
           edge: EdgeSettings | None = None) -> pathlib.Path:
-    # 0600: the config holds the mesh credential (gateway/mesh_credentials.py).
-    return edge_auth.write_private(path, yaml.safe_dump(render(settings, auth=auth, edge=edge), sort_keys=False))
+    """Renders the config to ``path`` (0600, the mesh's user's) and makes the admin socket's directory (0700)."""
+    text = yaml.safe_dump(render(settings, auth=auth, edge=edge), sort_keys=False)
+    admin_socket(settings).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return edge_auth.write_private(path, text)
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ auth (when on) still runs first, so the app gets ``x-tenant-id`` from the token 
 
 from __future__ import annotations
 
-from gateway import upstreams
+from gateway import mesh_credentials, upstreams
 from services.runtime.config import MeshSettings
 
 OPENAI_API = "openai_api"
@@ -33,4 +33,4 @@ def routes() -> list[dict]:
 
 def clusters(settings: MeshSettings) -> list[dict]:
     return [upstreams.cluster(OPENAI_API, settings.peer_of(OPENAI_API), {"http_health_check": {"path": HEALTH_PATH}},
-                              http2=False)]
+                              http2=False, upstream_filters=mesh_credentials.upstream_filters(settings))]

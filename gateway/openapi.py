@@ -22,7 +22,7 @@ import re
 from google.protobuf import descriptor_pb2
 
 from gateway.envoy_config import DESCRIPTOR_SET
-from services.runtime.contracts import http_rules_of
+from services.runtime.contracts import HTTP_BODY, http_rules_of
 
 F = descriptor_pb2.FieldDescriptorProto
 _INT32 = {F.TYPE_INT32: (-(2**31), 2**31 - 1), F.TYPE_SINT32: (-(2**31), 2**31 - 1), F.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
@@ -47,7 +47,6 @@ _WELL_KNOWN: dict[str, dict] = {
     ".google.protobuf.UInt64Value": {"type": "integer", "minimum": 0},
     ".google.protobuf.BytesValue": {"type": "string", "format": "byte"},
 }
-_HTTP_BODY = ".google.api.HttpBody"
 _STATUS = {"$ref": "#/components/schemas/google.rpc.Status"}
 
 
@@ -162,7 +161,7 @@ def document(descriptor_set: pathlib.Path = DESCRIPTOR_SET, title: str = "DocuTh
         elif rule.body:
             field = next(f for f in message.field if f.name == rule.body)
             bound.add(rule.body)
-            if field.type_name == _HTTP_BODY:
+            if field.type_name == HTTP_BODY:
                 operation["requestBody"] = {"required": True, "content": {"application/octet-stream": {
                     "schema": {"type": "string", "format": "binary"}}}}
             else:

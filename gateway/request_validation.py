@@ -14,9 +14,15 @@ Scope, on purpose:
 - Only unknown fields and unknown enum names are refused here; any other JSON problem is left to
   the transcoder (its own 400), so the two can never disagree about a valid request. Enum *numbers*
   no enum defines are refused by every service (``services/runtime/request_validation.py``).
-- Bodies over ``MAX_CHECKED_BYTES`` (by ``content-length``) or without a length are not checked:
-  buffering them in Lua would cap JSON bodies at Envoy's 1 MiB buffer. Raw uploads (``HttpBody``)
-  and client streams are never checked.
+- Every JSON body is checked, whatever its framing (``content-length`` or chunked): the filter reads
+  it whole, so a JSON body may be at most ``MAX_JSON_BYTES`` (1 MiB, the listener's buffer limit,
+  which also bounds what Envoy holds of a streamed upload): over it, 413 ``REQUEST_TOO_LARGE``, at
+  the headers when its ``content-length`` says so, else when the buffer fills. Longer texts are
+  uploaded as documents and named by ``document_id``. Raw uploads (``HttpBody``, which Envoy streams
+  on to rag in pieces) and JSON client streams (``:streamUpload``) are not checked.
+- Sizes at the headers: a declared ``content-length`` over what the route may receive is refused
+  with 413 before a byte of the body is read (raw uploads: ``max_upload_bytes``; JSON: ``MAX_JSON_BYTES``;
+  anything else: the base64 form of the largest upload, a JSON client stream's).
 - The validator runs in the plain-HTTP apps process (``services/openai_api``) at ``VALIDATE_PATH``,
   which no public route reaches. If it cannot be reached the request goes on unchecked (fail open:
   a missing strictness check must not take the API down).
@@ -32,20 +38,20 @@ from functools import cached_property
 from aiohttp import web
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 
-from services.runtime.contracts import http_rules_of
-from services.runtime.mesh_auth import CREDENTIAL_HEADER
+from services.runtime.contracts import HTTP_BODY, http_rules_of
 
 DESCRIPTOR_SET = pathlib.Path(__file__).resolve().parent / "docuthinker.pb"
 VALIDATE_PATH = "/_gateway/validate-request"
 RPC_HEADER = "x-docuthinker-rpc"
-MAX_CHECKED_BYTES = 512 * 1024
+MAX_JSON_BYTES = 1024 * 1024
+"""Largest JSON request body; also the listener's per-connection buffer limit (so a larger chunked one fills the
+buffer and is refused with 413), which bounds what Envoy holds of each streamed upload too."""
 LUA_FILTER = "envoy.filters.http.lua"
-_HTTP_BODY = "google.api.HttpBody"
 _STRICT_ERRORS = ("has no field named", "Invalid enum value", "enum value")
 
 
 @dataclass(frozen=True)
-class JsonRoute:
+class BodyRoute:
     http_method: str
     template: str
     rpc: str  # /package.Service/Method
@@ -70,8 +76,7 @@ def _lua_literal(text: str) -> str:
     return re.sub(r"([\^$()%.\[\]*+\-?])", r"%\1", text)
 
 
-def json_routes(descriptor_set: pathlib.Path = DESCRIPTOR_SET) -> list[JsonRoute]:
-    """REST routes whose body is a JSON message (not raw bytes, not a client stream), in descriptor order."""
+def _body_routes(descriptor_set: pathlib.Path, raw: bool) -> list[BodyRoute]:
     fds = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set.read_bytes())
     messages = {f".{f.package}.{m.name}": m for f in fds.file for m in f.message_type}
     routes = []
@@ -79,61 +84,113 @@ def json_routes(descriptor_set: pathlib.Path = DESCRIPTOR_SET) -> list[JsonRoute
         if not rule.body or rule.verb == "get":
             continue
         method = rule.method
+        is_raw = False
         if rule.body != "*":
             field = next(f for f in messages[method.input_type].field if f.name == rule.body)
-            if field.type_name in (f".{_HTTP_BODY}", "") or field.type != field.TYPE_MESSAGE:
+            is_raw = field.type_name == HTTP_BODY
+            if not is_raw and (field.type_name == "" or field.type != field.TYPE_MESSAGE):
                 continue
-        routes.append(JsonRoute(rule.verb.upper(), rule.template, method.grpc_path, method.input_type.lstrip("."),
-                                rule.body))
+        if is_raw == raw:
+            routes.append(BodyRoute(rule.verb.upper(), rule.template, method.grpc_path,
+                                    method.input_type.lstrip("."), rule.body))
     return routes
 
 
-def lua_source(routes: list[JsonRoute], cluster: str, credential: str | None = None) -> str:
-    """The Lua filter: match a JSON route, send its body to the validator, answer its 400 as the gateway's own.
+def json_routes(descriptor_set: pathlib.Path = DESCRIPTOR_SET) -> list[BodyRoute]:
+    """REST routes whose body is a JSON message (not raw bytes, not a client stream), in descriptor order."""
+    return _body_routes(descriptor_set, raw=False)
 
-    The validator's HTTP app serves only the mesh, and Envoy's own ``httpCall`` gets none of the
-    route's added headers, so the call carries the mesh credential itself (else it would be refused
-    and the check, which fails open, would silently pass everything)."""
-    proof = f', ["{CREDENTIAL_HEADER}"] = "{credential}"' if credential else ""
-    table = ",\n".join(f'  {{"{r.http_method}", "{r.lua_pattern}", "{r.rpc}"}}' for r in routes)
+
+def raw_routes(descriptor_set: pathlib.Path = DESCRIPTOR_SET) -> list[BodyRoute]:
+    """REST routes whose body is raw bytes (a ``google.api.HttpBody`` field: uploads, recordings)."""
+    return _body_routes(descriptor_set, raw=True)
+
+
+def _lua_table(routes: list[BodyRoute]) -> str:
+    return ",\n".join(f'  {{"{r.http_method}", "{r.lua_pattern}", "{r.rpc}"}}' for r in routes)
+
+
+def base64_limit(raw_bytes: int) -> int:
+    """The largest body that carries ``raw_bytes`` as base64 JSON (a ``:streamUpload`` client stream)."""
+    return (raw_bytes + 2) // 3 * 4 + 1024 * 1024
+
+
+def lua_source(json: list[BodyRoute], raw: list[BodyRoute], cluster: str, max_upload_bytes: int) -> str:
+    """The Lua filter: refuse a declared body larger than its route takes; for a JSON route, read the body
+    (chunked or not), send it to the validator and answer its 400 as the gateway's own. On the way back, a REST
+    answer loses the gRPC headers the transcoder leaves on it (gRPC callers keep theirs).
+
+    The validator's HTTP app serves only the mesh: the mesh credential is added to the ``httpCall`` by the
+    cluster's credential injector (``gateway/mesh_credentials.py``), so this source holds no secret."""
     return f"""
-local routes = {{
-{table}
+local json_routes = {{
+{_lua_table(json)}
 }}
+local raw_routes = {{
+{_lua_table(raw)}
+}}
+
+local function route_of(routes, method, path)
+  for _, route in ipairs(routes) do
+    if route[1] == method and string.match(path, route[2]) then
+      return route[3]
+    end
+  end
+  return nil
+end
+
+local function too_large(handle, what, length, limit)
+  handle:respond({{[":status"] = "413", ["content-type"] = "text/plain"}},
+    string.format("%s of %d bytes is larger than the %d-byte limit", what, length, limit))
+end
 
 function envoy_on_request(handle)
   local headers = handle:headers()
   local method = headers:get(":method")
   local path = string.match(headers:get(":path") or "", "^[^?]*")
-  local rpc = nil
-  for _, route in ipairs(routes) do
-    if route[1] == method and string.match(path, route[2]) then
-      rpc = route[3]
-      break
-    end
-  end
-  if rpc == nil then return end
   local length = tonumber(headers:get("content-length") or "")
-  if length == nil or length == 0 or length > {MAX_CHECKED_BYTES} then return end
+  local rpc = route_of(json_routes, method, path)
+  if rpc == nil then
+    local limit = {base64_limit(max_upload_bytes)}
+    if route_of(raw_routes, method, path) ~= nil then limit = {max_upload_bytes} end
+    if length ~= nil and length > limit then too_large(handle, "the request body", length, limit) end
+    return
+  end
+  if length ~= nil and length > {MAX_JSON_BYTES} then
+    too_large(handle, "the JSON request body", length, {MAX_JSON_BYTES})
+    return
+  end
+  if length == 0 then return end
+  -- The whole body, however it is framed; past the buffer limit ({MAX_JSON_BYTES} bytes) Envoy answers 413.
   local body = handle:body()
   if body == nil then return end
   local reply_headers, reply = handle:httpCall("{cluster}", {{
     [":method"] = "POST", [":path"] = "{VALIDATE_PATH}", [":authority"] = "gateway",
-    ["content-type"] = "application/json", ["{RPC_HEADER}"] = rpc{proof},
+    ["content-type"] = "application/json", ["{RPC_HEADER}"] = rpc,
   }}, body:getBytes(0, body:length()), 2000)
   if reply_headers ~= nil and reply_headers[":status"] == "400" then
     handle:respond({{[":status"] = "400", ["content-type"] = "text/plain"}}, reply)
   end
 end
+
+function envoy_on_response(handle)
+  local headers = handle:headers()
+  if string.sub(headers:get("content-type") or "", 1, 16) ~= "application/grpc" then
+    headers:remove("grpc-status")
+    headers:remove("grpc-message")
+    headers:remove("grpc-accept-encoding")
+  end
+end
 """
 
 
-def lua_filter(cluster: str, descriptor_set: pathlib.Path = DESCRIPTOR_SET, credential: str | None = None) -> dict:
+def lua_filter(cluster: str, max_upload_bytes: int, descriptor_set: pathlib.Path = DESCRIPTOR_SET) -> dict:
+    source = lua_source(json_routes(descriptor_set), raw_routes(descriptor_set), cluster, max_upload_bytes)
     return {
         "name": LUA_FILTER,
         "typed_config": {
             "@type": "type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua",
-            "default_source_code": {"inline_string": lua_source(json_routes(descriptor_set), cluster, credential)},
+            "default_source_code": {"inline_string": source},
         },
     }
 
@@ -145,7 +202,7 @@ class BodyValidator:
         self._descriptor_set = descriptor_set
 
     @cached_property
-    def _routes(self) -> dict[str, JsonRoute]:
+    def _routes(self) -> dict[str, BodyRoute]:
         return {r.rpc: r for r in json_routes(self._descriptor_set)}
 
     @cached_property

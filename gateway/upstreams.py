@@ -33,7 +33,7 @@ MAX_CONCURRENT_RETRIES = 256
 """Retries in flight per cluster (Envoy's default of 3 overflowed during a replica kill)."""
 
 
-def _is_literal(host: str) -> bool:
+def is_literal(host: str) -> bool:
     return host.replace(".", "").isdigit() or ":" in host
 
 
@@ -57,11 +57,13 @@ def outlier_detection() -> dict:
     }
 
 
-def cluster(name: str, peer: Peer, health_check: dict, http2: bool = True, keepalive: dict | None = None) -> dict:
+def cluster(name: str, peer: Peer, health_check: dict, http2: bool = True, keepalive: dict | None = None,
+            upstream_filters: list[dict] | None = None) -> dict:
     """The cluster ``name`` over every replica of ``peer``; ``health_check`` is the checker's own part
     (``{"grpc_health_check": ...}`` or ``{"http_health_check": ...}``); ``keepalive``: HTTP/2 PINGs
-    (``{"interval": ..., "timeout": ...}``) so a paused replica's connection is closed within seconds."""
-    static = not peer.dns and all(_is_literal(host) for host, _ in peer.endpoints)
+    (``{"interval": ..., "timeout": ...}``) so a paused replica's connection is closed within seconds;
+    ``upstream_filters``: HTTP filters run on every request sent to it (``gateway/mesh_credentials.py``)."""
+    static = not peer.dns and all(is_literal(host) for host, _ in peer.endpoints)
     body: dict = {
         "name": name,
         "type": "STATIC" if static else "STRICT_DNS",
@@ -103,9 +105,13 @@ def cluster(name: str, peer: Peer, health_check: dict, http2: bool = True, keepa
         body["dns_lookup_family"] = "V4_PREFERRED"
         body["dns_refresh_rate"] = "5s"
         body["respect_dns_ttl"] = True
-    if http2:
+    if http2 or upstream_filters:
         body["typed_extension_protocol_options"] = copy.deepcopy(_HTTP2)
-        if keepalive:
-            options = body["typed_extension_protocol_options"]["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
+        options = body["typed_extension_protocol_options"]["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
+        if not http2:
+            options["explicit_http_config"] = {"http_protocol_options": {}}
+        elif keepalive:
             options["explicit_http_config"]["http2_protocol_options"]["connection_keepalive"] = keepalive
+        if upstream_filters:
+            options["http_filters"] = copy.deepcopy(upstream_filters)
     return body

@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         args.prometheus_port += args.port_offset
     settings = MeshSettings()
     launcher = LauncherSettings()
-    ceiling = MemoryCeiling(launcher.memory_max_mb)
+    ceiling = MemoryCeiling(launcher.memory_max_mb, limits_mb={"gateway": launcher.gateway_memory_max_mb})
     stale = ceiling.remove_stale()  # a launcher killed with SIGKILL could not remove its cgroups
     if stale:
         print(f"removed {len(stale)} memory cgroups left by a launcher that was killed: {', '.join(stale)}")
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"REST + gRPC gateway (Envoy): {mesh.base_url}")
     print(f"web app:                     {mesh.web_url}")
-    print(f"Envoy admin:                 {mesh.admin_url}")
+    print(f"Envoy admin (unix socket):   {mesh.admin.socket_path}")
     print(f"OpenAI-compatible chat API:  {mesh.base_url}/v1/chat/completions")
     for child in mesh.children.values():
         if child.service in SERVICE_NAMES:
@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001 - the mesh stays up; the demo is a courtesy
             print(f"demo failed: {exc}", file=sys.stderr, flush=True)
     if ceiling.available:
-        print(f"memory ceiling:              {ceiling.limit_mb} MB per service (cgroup)")
+        print(f"memory ceiling:              {ceiling.limit_mb} MB per service, {ceiling.limit_of('gateway')} MB for"
+              " Envoy (cgroups)")
     else:
         print(f"memory ceiling:              off ({ceiling.reason})")
     supervisor = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import pathlib
 import re
+from collections.abc import Mapping
 
 CGROUP_ROOT = pathlib.Path("/sys/fs/cgroup")
 
@@ -57,10 +58,12 @@ def _read(path: pathlib.Path) -> str:
 
 
 class MemoryCeiling:
-    """One cgroup per child name, ``limit_mb`` each; ``join`` runs in the child before exec."""
+    """One cgroup per child name, ``limit_mb`` each (``limits_mb`` names other limits for some children, e.g.
+    Envoy's); the child joins its cgroup before exec (``child_exec``)."""
 
-    def __init__(self, limit_mb: int, prefix: str = "docuthinker") -> None:
+    def __init__(self, limit_mb: int, prefix: str = "docuthinker", limits_mb: Mapping[str, int] | None = None) -> None:
         self.limit_mb = limit_mb
+        self._limits_mb = dict(limits_mb or {})
         self.reason = ""
         self._dirs: dict[str, pathlib.Path] = {}
         self._family = prefix
@@ -79,16 +82,20 @@ class MemoryCeiling:
     def available(self) -> bool:
         return not self.reason
 
+    def limit_of(self, name: str) -> int:
+        """The ceiling of child ``name`` in MB."""
+        return self._limits_mb.get(name, self.limit_mb)
+
     def prepare(self, name: str) -> pathlib.Path | None:
-        """Creates (or reuses) the child's cgroup with its limit; None when the ceiling is off."""
-        if not self.available:
+        """Creates (or reuses) the child's cgroup with its limit; None when the ceiling is off (or 0 for this child)."""
+        if not self.available or self.limit_of(name) <= 0:
             return None
         if name in self._dirs:
             return self._dirs[name]
         directory = self._base / f"{self._prefix}-{re.sub(r'[^a-z0-9_-]', '_', name.lower())}"
         try:
             directory.mkdir(exist_ok=True)
-            (directory / self._limit_file).write_text(str(self.limit_mb * 1024 * 1024))
+            (directory / self._limit_file).write_text(str(self.limit_of(name) * 1024 * 1024))
         except OSError as exc:
             self.reason = f"cannot create a cgroup under {self._base}: {exc}"
             return None

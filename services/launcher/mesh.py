@@ -10,11 +10,12 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -26,7 +27,7 @@ from gateway.edge_policy import EdgeSettings
 from services.launcher.child_exec import spawn_argv
 from services.launcher.local_auth import LocalAuth, TokenAuth
 from services.launcher.memory_ceiling import MemoryCeiling
-from services.launcher.probes import free_port, grpc_serving, healthy_clusters, http_serving
+from services.launcher.probes import EnvoyAdmin, free_port, grpc_serving, healthy_clusters, http_serving
 from services.graph.settings import GraphSettings
 from services.runtime import mesh_auth
 from services.runtime.data_dir import make_private, private_umask
@@ -107,6 +108,8 @@ class Mesh:
     _procs: dict[str, subprocess.Popen] = field(init=False, default_factory=dict)
     _argv: dict[str, list[str]] = field(init=False, default_factory=dict)
     postgres: local_server.LocalPostgres | None = field(init=False, default=None)
+    _admin_dir: str | None = field(init=False, default=None)
+    """A private directory made for Envoy's admin socket when the data directory's path is too long for one."""
 
     def __post_init__(self) -> None:
         self.data_dir = pathlib.Path(self.data_dir).resolve()
@@ -116,7 +119,7 @@ class Mesh:
         env["DOCUTHINKER_DATA_DIR"] = str(self.data_dir)
         env["DOCUTHINKER_LOG_DIR"] = str(self.log_dir)
         if self.auto_ports:
-            names = (*SERVICE_NAMES, *HTTP_APPS, "gateway", "gateway_admin", *(f"{s}_metrics" for s in SERVICE_NAMES))
+            names = (*SERVICE_NAMES, *HTTP_APPS, "gateway", "gateway_stats", *(f"{s}_metrics" for s in SERVICE_NAMES))
             for name in names:
                 env[f"DOCUTHINKER_{name.upper()}_PORT"] = str(free_port())
         env.setdefault("HF_HUB_OFFLINE", "1")
@@ -129,6 +132,7 @@ class Mesh:
         env.setdefault("DOCUTHINKER_MESH_CREDENTIAL_FILE", str(self.data_dir / "auth" / mesh_auth.CREDENTIAL_FILE))
         # The Settings page's model server, one file every process reads (services/providers/model_server.py).
         env.setdefault("DOCUTHINKER_MODEL_SERVER_FILE", str(self.data_dir / "settings" / "model-server.json"))
+        self._place_gateway_admin(env)
         self._plan_children(env, settings_from_env(MeshSettings, env))
         self.env = env
         # Read from the children's environment, not this process's: the launcher's own stays as it was.
@@ -136,6 +140,19 @@ class Mesh:
         self.local_auth = LocalAuth(self.data_dir, settings_from_env(AuthSettings, env), self.settings.mesh_credential_file)
         self.auth = self.local_auth.settings
         self.edge = settings_from_env(EdgeSettings, env)
+
+    def _place_gateway_admin(self, env: dict[str, str]) -> None:
+        """Where Envoy's admin socket goes (in the data directory, or a private temporary directory when that path
+        is too long for a unix socket), and where the services read Envoy's view of them (its stats listener)."""
+        configured = settings_from_env(MeshSettings, env)
+        if configured.gateway_admin_socket is None:
+            try:
+                envoy_config.admin_socket(configured)
+            except ValueError:
+                self._admin_dir = tempfile.mkdtemp(prefix="docuthinker-admin-")  # 0700, a name nobody can guess
+                env["DOCUTHINKER_GATEWAY_ADMIN_SOCKET"] = str(pathlib.Path(self._admin_dir) / "gateway-admin.sock")
+        if configured.gateway_stats_port and not configured.gateway_stats_target:
+            env["DOCUTHINKER_GATEWAY_STATS_TARGET"] = f"{configured.local_host}:{configured.gateway_stats_port}"
 
     def _plan_children(self, env: dict[str, str], configured: MeshSettings) -> None:
         """Ports of every replica, and each service's target (all its replicas) for its peers and Envoy."""
@@ -167,8 +184,9 @@ class Mesh:
         return f"http://{self.settings.local_host}:{self.settings.gateway_port}"
 
     @property
-    def admin_url(self) -> str:
-        return f"http://127.0.0.1:{self.settings.gateway_admin_port}"
+    def admin(self) -> EnvoyAdmin:
+        """Envoy's admin interface (its unix socket: the mesh's user only)."""
+        return EnvoyAdmin(envoy_config.admin_socket(self.settings))
 
     def grpc_target(self, name: str) -> str:
         """The address of one replica (``rag``: the first; ``rag-2``: the second)."""
@@ -196,13 +214,14 @@ class Mesh:
     @contextlib.contextmanager
     def gateway_beside(self, root: pathlib.Path, auth: AuthSettings) -> Iterator[str]:
         """A second Envoy over this mesh's services, rendered with ``auth`` (e.g. off, to compare); its base URL."""
-        ports = self.settings.model_copy(update={"gateway_port": free_port(), "gateway_admin_port": free_port()})
+        ports = self.settings.model_copy(update={"gateway_port": free_port(), "gateway_stats_port": 0,
+                                                 "gateway_admin_socket": root / "admin.sock"})
         config = envoy_config.write(root / "envoy.yaml", ports, auth, self.edge)
         with open(root / "envoy.log", "wb") as log:
             envoy = subprocess.Popen([envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn",
                                       "--base-id", str(ports.gateway_port)], stdout=log, stderr=subprocess.STDOUT)
             try:
-                admin = f"http://127.0.0.1:{ports.gateway_admin_port}"
+                admin = EnvoyAdmin(envoy_config.admin_socket(ports))
                 deadline = time.monotonic() + self.startup_timeout_s
                 while not {*SERVICE_NAMES, *HTTP_APPS} <= healthy_clusters(admin):
                     if envoy.poll() is not None or time.monotonic() > deadline:
@@ -214,12 +233,13 @@ class Mesh:
                 envoy.wait(10)
 
     def metrics_urls(self) -> dict[str, str]:
-        """Where each process serves Prometheus metrics (Envoy: its admin ``/stats/prometheus``)."""
+        """Where each process serves Prometheus metrics (Envoy: its stats listener's ``/stats/prometheus``)."""
         urls = {}
         if self.settings.metrics_enabled:
             urls = {c.name: f"http://{self.settings.local_host}:{c.metrics_port}/metrics"
                     for c in self.children.values() if c.metrics_port is not None}
-        urls["gateway"] = f"{self.admin_url}/stats/prometheus"
+        if self.settings.gateway_stats_port:
+            urls["gateway"] = f"http://{self.settings.local_host}:{self.settings.gateway_stats_port}/stats/prometheus"
         return urls
 
     # -- lifecycle -------------------------------------------------------------------
@@ -228,7 +248,7 @@ class Mesh:
         env = {**self.env, **child.env} if child is not None else self.env
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
-        cgroup = self.memory_ceiling.prepare(name) if self.memory_ceiling is not None and name != "gateway" else None
+        cgroup = self.memory_ceiling.prepare(name) if self.memory_ceiling is not None else None
 
         proc = subprocess.Popen(
             spawn_argv(argv, cgroup), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -295,15 +315,11 @@ class Mesh:
         return self
 
     def _admin_ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.admin_url}/ready", timeout=1) as reply:
-                return reply.status == 200
-        except OSError:
-            return False
+        return self.admin.ready()
 
     def _routed(self, service: str, port: int | None = None) -> bool:
         """True when Envoy holds a healthy host for `service` (that on ``port``, if given: its admin /clusters view)."""
-        return service in healthy_clusters(self.admin_url, port)
+        return service in healthy_clusters(self.admin, port)
 
     def _wait(self, ready, name: str) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
@@ -347,6 +363,9 @@ class Mesh:
             self.postgres = None
         if self.memory_ceiling is not None:
             self.memory_ceiling.remove()
+        if self._admin_dir is not None:
+            shutil.rmtree(self._admin_dir, ignore_errors=True)
+            self._admin_dir = None
         return codes
 
     def exited(self) -> list[str]:

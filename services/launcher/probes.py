@@ -1,13 +1,14 @@
-"""Ports and readiness probes of the processes the launcher starts (gRPC health, Envoy's clusters, HTTP)."""
+"""Ports and readiness probes of the processes the launcher starts (gRPC health, Envoy's admin, HTTP)."""
 
 from __future__ import annotations
 
-import json
+import pathlib
 import socket
 import threading
 import urllib.request
 
 import grpc
+import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 _ISSUED_PORTS: set[int] = set()
@@ -40,13 +41,31 @@ def grpc_serving(address: str, timeout: float = 1.0) -> bool:
         return False
 
 
-def healthy_clusters(admin_url: str, port: int | None = None) -> set[str]:
+class EnvoyAdmin:
+    """Envoy's admin interface on its unix socket (``gateway/envoy_config.py``: only the mesh's user opens it)."""
+
+    def __init__(self, socket_path: pathlib.Path) -> None:
+        self.socket_path = pathlib.Path(socket_path)
+
+    def get(self, path: str, params: dict[str, str] | None = None, timeout: float = 1.0) -> httpx.Response:
+        """A GET of ``path`` (``/clusters``, ``/stats`` ...); raises ``httpx.HTTPError`` when Envoy does not answer."""
+        transport = httpx.HTTPTransport(uds=str(self.socket_path))
+        with httpx.Client(transport=transport, base_url="http://envoy-admin", timeout=timeout) as client:
+            return client.get(path, params=params)
+
+    def ready(self) -> bool:
+        try:
+            return self.get("/ready").status_code == 200
+        except httpx.HTTPError:
+            return False
+
+
+def healthy_clusters(admin: EnvoyAdmin, port: int | None = None) -> set[str]:
     """The clusters for which Envoy holds a healthy host (on ``port``, if given; its admin /clusters view):
     those it routes to."""
     try:
-        with urllib.request.urlopen(f"{admin_url}/clusters?format=json", timeout=1) as reply:
-            clusters = json.load(reply)
-    except (OSError, ValueError):
+        clusters = admin.get("/clusters", {"format": "json"}).json()
+    except (httpx.HTTPError, ValueError):
         return set()
     return {
         cluster.get("name", "")

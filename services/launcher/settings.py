@@ -41,6 +41,9 @@ class LauncherSettings(BaseSettings):
     memory_max_mb: int = Field(default=8192, ge=0)
     """Memory ceiling of each service process (a cgroup when the machine lets the launcher make one); the kernel
     stops a runaway service at it, the host lives on, and the supervisor restarts the service. 0: no ceiling."""
+    gateway_memory_max_mb: int = Field(default=512, ge=0)
+    """Memory ceiling of Envoy, in its own cgroup as each service is (its heap is held lower by its overload
+    manager, ``DOCUTHINKER_GATEWAY_MAX_HEAP_MB``). 0: no ceiling for Envoy."""
 
     @field_validator("replicas", mode="before")
     @classmethod

@@ -138,7 +138,7 @@ class Supervisor:
         if self._ceiling is not None:
             kills = self._ceiling.oom_kills(name)
             oom, self._oom_seen[name] = kills > self._oom_seen.get(name, 0), kills
-        why = describe_exit(code, oom, self._ceiling.limit_mb if self._ceiling is not None else 0)
+        why = describe_exit(code, oom, self._ceiling.limit_of(name) if self._ceiling is not None else 0)
         s = self._settings
         with self._lock:
             child = self._children.setdefault(name, ChildState())

@@ -1,15 +1,22 @@
-"""Circuit breakers, one per LLM provider and per downstream service, persisted in SQLite.
+"""Circuit breakers, one per LLM provider and per downstream service, persisted in the orchestrator's database.
 
 CLOSED -> OPEN after ``threshold`` consecutive failures; OPEN -> HALF_OPEN once the
 cooldown has passed, letting exactly one probe through; the probe's success closes the
 circuit, its failure re-opens it for another cooldown. Only failures that say something
 about the target's health count (unavailable, timeout, overloaded); a target that answers
 "bad request" is healthy, so callers record that as a success.
+
+The state lives in memory and is decided there; persisting it (so a restart keeps open circuits
+open) is a background writer's job (``_Persister``, a thread of its own): every call records a
+transition on the event loop, and a database round trip there (PostgreSQL: a network one) would
+stall every other request for it. The writer stores the latest state of each circuit, so a burst
+of transitions costs one write per circuit; ``flush`` waits for it (shutdown, tests).
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -20,6 +27,8 @@ from services.orchestrator.database import SqlDatabase
 from services.runtime.errors import Unavailable
 
 T = TypeVar("T")
+
+log = logging.getLogger("docuthinker.orchestrator.circuits")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS circuits (
@@ -66,6 +75,71 @@ class CircuitOpenError(Unavailable):
         self.circuit = name
 
 
+class _Persister:
+    """Writes circuits in a thread of its own, the latest state of each once; a write that fails is tried again
+    (unless a newer state replaced it) a second later, ``ATTEMPTS`` times in all: past that the state stays in
+    memory only, until the circuit's next transition."""
+
+    RETRY_S = 1.0
+    ATTEMPTS = 3
+
+    def __init__(self, write: Callable[[Circuit], None]) -> None:
+        self._write = write
+        self._pending: dict[str, Circuit] = {}
+        self._writing = False
+        self._closed = False
+        self._failures: dict[str, int] = {}
+        self._ready = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def put(self, circuit: Circuit) -> None:
+        with self._ready:
+            self._pending[circuit.name] = circuit
+            self._failures.pop(circuit.name, None)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="circuit-persister", daemon=True)
+                self._thread.start()
+            self._ready.notify_all()
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Waits until every state put so far is written; False on timeout."""
+        with self._ready:
+            return self._ready.wait_for(lambda: not self._pending and not self._writing, timeout_s)
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        self.flush(timeout_s)
+        with self._ready:
+            self._closed = True
+            self._ready.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                self._ready.wait_for(lambda: self._pending or self._closed)
+                if self._closed and not self._pending:
+                    return
+                batch, self._pending, self._writing = list(self._pending.values()), {}, True
+            failed: list[Circuit] = []
+            for circuit in batch:
+                try:
+                    self._write(circuit)
+                except Exception as error:  # noqa: BLE001 - the state is still right in memory
+                    log.warning("persisting circuit state failed", extra={"fields": {
+                        "circuit": circuit.name, "error": str(error) or type(error).__name__}})
+                    failed.append(circuit)
+            with self._ready:
+                for circuit in failed:
+                    attempts = self._failures.get(circuit.name, 0) + 1
+                    if attempts < self.ATTEMPTS and circuit.name not in self._pending:
+                        self._pending[circuit.name], self._failures[circuit.name] = circuit, attempts
+                self._writing = False
+                self._ready.notify_all()
+                if failed and not self._closed:
+                    self._ready.wait(self.RETRY_S)
+
+
 class CircuitBreakers:
     def __init__(
         self,
@@ -82,6 +156,15 @@ class CircuitBreakers:
         self._lock = threading.Lock()
         db.script(_SCHEMA)
         self._circuits = {row["name"]: _from_row(row) for row in db.query("SELECT * FROM circuits")}
+        self._persister = _Persister(self._write)
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Waits until every transition so far is in the database; False on timeout."""
+        return self._persister.flush(timeout_s)
+
+    def close(self) -> None:
+        """Writes what is pending and stops the writer (before the database closes)."""
+        self._persister.close()
 
     def declare(self, names: list[str]) -> None:
         """Makes circuits visible in listings before their first call (not persisted until used)."""
@@ -195,6 +278,10 @@ class CircuitBreakers:
 
     def _save(self, circuit: Circuit) -> None:
         self._circuits[circuit.name] = circuit
+        self._persister.put(circuit)
+
+    def _write(self, circuit: Circuit) -> None:
+        """In the writer's thread."""
         self._db.execute(
             "INSERT INTO circuits (name, state, failures, successes, total_failures, opened_at, probe_started_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET state=excluded.state,"

@@ -3,13 +3,24 @@
 Under ``make run`` the launcher's supervisor restarts services that die; its view (state,
 restarts, last exit) is read from its state file in the data directory and shown beside each
 service's own gRPC health, so ``/v1/health`` says a service is down *and* being restarted.
+
+A service that answers SERVING is not yet reachable through the gateway: Envoy routes to it only
+once its own health check of the service has passed (up to two seconds after a restart). So when
+the gateway's stats listener is known (``gateway_stats_target``, set by the launcher), the report
+asks Envoy how many healthy hosts it holds per cluster, and a service Envoy routes none of its
+requests to is NOT_SERVING, with the reason in ``detail``. Where the gateway cannot be asked the
+service's own answer stands.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import time
 from dataclasses import dataclass
+
+import httpx
 
 from services.launcher.supervisor import read_state
 from services.models.cpu_features import cpu_features
@@ -21,6 +32,29 @@ from services.runtime.config import MeshSettings
 from services.runtime.errors import RemoteError
 
 DOWNSTREAM = ("rag", "nlp", "graph")
+NOT_ROUTED = "SERVING, but the gateway does not route to it yet: its health check has not passed"
+_HEALTHY_HOSTS = re.compile(r'^envoy_cluster_membership_healthy\{envoy_cluster_name="([^"]+)"\} (\d+)', re.MULTILINE)
+
+log = logging.getLogger("docuthinker.orchestrator.health")
+
+
+class GatewayView:
+    """Envoy's own view of its upstreams, read from its stats listener (``/stats/prometheus``)."""
+
+    def __init__(self, target: str, timeout_s: float = 1.0) -> None:
+        self._url = f"http://{target}/stats/prometheus"
+        self._timeout_s = timeout_s
+
+    async def healthy_hosts(self) -> dict[str, int] | None:
+        """Healthy hosts per cluster (those Envoy routes to); None when the gateway does not answer."""
+        try:
+            async with httpx.AsyncClient(timeout=self._timeout_s) as client:
+                reply = await client.get(self._url, params={"filter": r"^cluster\.[^.]+\.membership_healthy$"})
+            reply.raise_for_status()
+        except httpx.HTTPError as exc:
+            log.info("gateway view unavailable", extra={"fields": {"error": str(exc) or type(exc).__name__}})
+            return None
+        return {name: int(count) for name, count in _HEALTHY_HOSTS.findall(reply.text)}
 
 
 @dataclass(frozen=True)
@@ -38,18 +72,23 @@ class ServiceHealth:
 class HealthProbe:
     """Checks each downstream service with the standard gRPC health protocol."""
 
-    def __init__(self, settings: MeshSettings, channels: ChannelPool, timeout_s: float = 2.0) -> None:
+    def __init__(self, settings: MeshSettings, channels: ChannelPool, timeout_s: float = 2.0,
+                 gateway: GatewayView | None = None) -> None:
         self._settings = settings
         self._channels = channels
         self._timeout_s = timeout_s
+        self._gateway = gateway or (GatewayView(settings.gateway_stats_target) if settings.gateway_stats_target
+                                    else None)
 
-    async def _check(self, name: str) -> ServiceHealth:
+    async def _check(self, name: str, routed: dict[str, int] | None) -> ServiceHealth:
         address = self._settings.address_of(name)
         started = time.perf_counter()
         try:
             status, detail = await self._channels.serving_status(name, self._timeout_s), ""
         except RemoteError as exc:
             status, detail = "UNREACHABLE", f"{exc.code.name}: {exc.status.message}"
+        if status == "SERVING" and routed is not None and routed.get(name, 0) == 0:
+            status, detail = "NOT_SERVING", NOT_ROUTED
         supervised = read_state(self._settings.data_dir).get(name, {})
         return ServiceHealth(
             name, status, address, (time.perf_counter() - started) * 1000, detail,
@@ -58,7 +97,8 @@ class HealthProbe:
         )
 
     async def check_all(self) -> list[ServiceHealth]:
-        return list(await asyncio.gather(*(self._check(name) for name in DOWNSTREAM)))
+        routed = await self._gateway.healthy_hosts() if self._gateway is not None else None
+        return list(await asyncio.gather(*(self._check(name, routed) for name in DOWNSTREAM)))
 
     def supervisor_view(self, name: str) -> dict:
         """The supervisor's entry for ``name`` (e.g. the orchestrator itself, or Envoy as ``gateway``)."""

@@ -182,6 +182,7 @@ def binding(
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
         await hub.stop()
+        await asyncio.to_thread(breakers.close)
         db.close()
 
     return ServiceBinding(

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from docuthinker.rag.v1 import rag_service_pb2 as pb
 from docuthinker.rag.v1 import rag_service_pb2_grpc as pb_grpc
 from google.api import httpbody_pb2
-from services.rag import messages
+from services.rag import messages, streamed_body
 from services.rag.agents.graph import AgentGraph
 from services.rag.analysis.pipeline import AnalysisPipeline
 from services.rag.analysis.rpcs import AnalysisRpcs
@@ -65,6 +65,24 @@ class RagServicer(AnswerRpcs, AnalysisRpcs, SpokenRpcs, ViewingRpcs, pb_grpc.Rag
             if isinstance(event, IngestOutcome):
                 return pb.IngestDocumentResponse(result=messages.result_pb(event))
         raise RuntimeError("ingestion ended without an outcome")
+
+    async def UploadDocumentBody(self, request_iterator, context) -> AsyncIterator:
+        first, content_type, data = await self._gather_upload(request_iterator)
+        async for event in self.pipeline.upload(current_tenant(), first.filename, content_type, data):
+            yield messages.upload_event_pb(event, pb.UploadDocumentBodyResponse)
+
+    async def IngestDocumentBody(self, request_iterator, context) -> pb.IngestDocumentBodyResponse:
+        first, content_type, data = await self._gather_upload(request_iterator)
+        async for event in self.pipeline.upload(current_tenant(), first.filename, content_type, data):
+            if isinstance(event, IngestOutcome):
+                return pb.IngestDocumentBodyResponse(result=messages.result_pb(event))
+        raise RuntimeError("ingestion ended without an outcome")
+
+    async def _gather_upload(self, request_iterator):
+        """A REST upload's pieces (``streamed_body``), its name and type checked before more bytes are read."""
+        return await streamed_body.gather(
+            request_iterator, "file", lambda size: check_size(size, self._max_upload_bytes),
+            lambda first: detect_type(sanitize_filename(first.filename), first.file.content_type))
 
     async def StreamUploadDocument(self, request_iterator, context) -> AsyncIterator:
         header, data = await self._receive(request_iterator)

@@ -35,11 +35,15 @@ class SpokenQuestions:
         self._max_seconds = max_seconds
         self._max_bytes = max_bytes
 
+    def check_size(self, size: int) -> None:
+        """Refuses a recording of ``size`` bytes over the limit (also while one is still arriving)."""
+        if size > self._max_bytes:
+            raise too_large(size, self._max_bytes)
+
     async def ask(self, tenant: str, recording: bytes, top_k: int, document_ids: Sequence[str]) -> SpokenAnswer:
         if self._transcriber is None:
             raise unavailable("it is switched off (DOCUTHINKER_SPEECH_ENABLED=false)")
-        if len(recording) > self._max_bytes:
-            raise too_large(len(recording), self._max_bytes)
+        self.check_size(len(recording))
         transcript = await asyncio.get_running_loop().run_in_executor(
             self._transcriber.executor(Lane.QUESTION),
             functools.partial(contextvars.copy_context().run, self._transcribe, recording))

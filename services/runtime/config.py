@@ -58,11 +58,15 @@ class MeshSettings(BaseSettings):
     targets and spread over replicas added since (a scale-out)."""
     gateway_port: int = 8080
     """Envoy's public listener (REST and gRPC)."""
-    gateway_admin_port: int = 9901
-    """Envoy admin interface, bound to 127.0.0.1 only."""
-    gateway_stats_port: int = 0
-    """An Envoy listener serving only its Prometheus stats (``/stats/prometheus``), for a Prometheus that cannot
-    reach the admin port (a cluster); 0: none."""
+    gateway_admin_socket: pathlib.Path | None = None
+    """Envoy's admin interface (config dump, stats, ``/quitquitquit``): a unix socket of mode 0600, so only the
+    mesh's own user reaches it, never a TCP port. Unset: ``<data_dir>/run/gateway-admin.sock``."""
+    gateway_stats_port: int = 9902
+    """An Envoy listener serving only its Prometheus stats (``/stats/prometheus``, read-only): what Prometheus
+    scrapes and where the orchestrator reads which services Envoy routes to; 0: none."""
+    gateway_stats_target: str = ""
+    """Where services read Envoy's view of its upstreams (the stats listener, ``host:port``): ``/v1/health`` calls a
+    service SERVING only once Envoy routes to it. The launcher sets it; empty: not consulted."""
     data_dir: pathlib.Path = pathlib.Path("data")
     """Root of every embedded store (SQLite, vector log, FAISS, BM25, graph)."""
     log_dir: pathlib.Path = pathlib.Path("logs")
@@ -93,7 +97,7 @@ class MeshSettings(BaseSettings):
     metrics_enabled: bool = True
     """Record RPC metrics and serve them (``/metrics``) on each process's metrics port."""
     orchestrator_metrics_port: int = 9460
-    """Prometheus ``/metrics`` port of the orchestrator (Envoy's are on its admin port, ``/stats/prometheus``)."""
+    """Prometheus ``/metrics`` port of the orchestrator (Envoy's are on its stats listener, ``/stats/prometheus``)."""
     rag_metrics_port: int = 9461
     """Prometheus ``/metrics`` port of the RAG service."""
     nlp_metrics_port: int = 9462

@@ -85,14 +85,27 @@ class HttpRule:
     index: int
 
 
+HTTP_BODY = ".google.api.HttpBody"
+
+
+def _raw_body_stream(method: RpcMethod, body: str, messages: dict[str, descriptor_pb2.DescriptorProto]) -> bool:
+    """A client stream whose REST body is one ``google.api.HttpBody`` field: the gateway streams the raw body to
+    it in pieces (``UploadDocumentBody``), so over REST it is an ordinary upload."""
+    request = messages.get(method.input_type)
+    field = next((f for f in request.field if f.name == body), None) if request is not None else None
+    return field is not None and field.type_name == HTTP_BODY
+
+
 def http_rules_of(files: Iterable[descriptor_pb2.FileDescriptorProto]) -> list[HttpRule]:
     """The HTTP rules of the mesh's methods in ``files``, in descriptor order. Custom verbs and client
-    streams are left out: the gateway offers neither over REST."""
+    streams of JSON messages are left out: the gateway offers neither over REST."""
+    files = list(files)
+    messages = {f".{f.package}.{m.name}": m for f in files for m in f.message_type}
     rules = []
     for method in methods_of(files):
-        if method.client_streaming:
-            continue
         top = method.options.Extensions[annotations_pb2.http]
+        if method.client_streaming and not _raw_body_stream(method, top.body, messages):
+            continue
         for index, rule in enumerate([top, *top.additional_bindings]):
             verb = rule.WhichOneof("pattern")
             if verb in (None, "custom"):

@@ -152,7 +152,12 @@ def test_the_gateway_config_rendered_for_the_cluster_is_valid_envoy(tmp_path):
         assert clusters[name]["type"] == "STRICT_DNS" and clusters[name]["outlier_detection"], name
         host = clusters[name]["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]
         assert host["socket_address"]["address"] == f"docuthinker-{name}.docuthinker.svc.cluster.local"
-    assert "a-long-random-mesh-credential" in yaml.safe_dump(config)  # sent upstream on every route
+    # Sent upstream on every request, read by Envoy from the file: never in the config (its admin dumps it).
+    assert "a-long-random-mesh-credential" not in yaml.safe_dump(config)
+    assert config["static_resources"]["secrets"][0]["generic_secret"]["secret"]["filename"] == str(tmp_path / "credential")
+    envoy = gateway["containers"][0]
+    assert "mesh-credential" in {m["name"] for m in envoy["volumeMounts"]}
+    assert config["admin"]["address"] == {"pipe": {"path": "/tmp/envoy-admin/admin.sock", "mode": 0o600}}
     listener = config["static_resources"]["listeners"][0]["address"]["socket_address"]
     assert listener == {"address": "0.0.0.0", "port_value": 8080}
     path = tmp_path / "envoy.yaml"
@@ -177,9 +182,10 @@ def test_the_dockerfile_passes_hadolint_and_runs_as_non_root():
 def test_every_mesh_process_mounts_the_mesh_credential():
     for name, deployment in _by_kind("Deployment").items():
         pod = deployment["spec"]["template"]["spec"]
-        first = (pod.get("initContainers") or pod["containers"])[0]
+        first = pod["containers"][0]  # the gateway's: Envoy itself reads the file (its renderer needs only the path)
         assert {"name": "mesh-credential", "mountPath": "/var/run/docuthinker/mesh", "readOnly": True} in \
             first["volumeMounts"], name
+        assert pod["securityContext"]["fsGroup"] == 10001, name  # the file is 0440: readable by the pod's group
         volume = next(v for v in pod["volumes"] if v["name"] == "mesh-credential")
         assert volume["secret"]["secretName"] == "docuthinker-mesh", name
     assert "docuthinker-mesh" in {s["metadata"]["name"] for s in _by_kind("Secret").values()}

@@ -63,7 +63,7 @@ class Supervised:
         raise AssertionError(f"timed out waiting for {what}")
 
     def routed(self, service: str) -> bool:
-        return grpc_serving(self.mesh.grpc_target(service)) and service in healthy_clusters(self.mesh.admin_url)
+        return grpc_serving(self.mesh.grpc_target(service)) and service in healthy_clusters(self.mesh.admin)
 
     def kill(self, service: str, sig: signal.Signals = signal.SIGKILL) -> int:
         pid = self.mesh.pids()[service]

@@ -31,7 +31,7 @@ def _port_free(port: int) -> bool:
 
 @pytest.mark.parametrize(("stop_signal", "with_demo"), [(signal.SIGTERM, True), (signal.SIGINT, False)])
 def test_launcher_starts_mesh_and_stops_cleanly(tmp_path, stop_signal, with_demo):
-    names = ("ORCHESTRATOR", "RAG", "NLP", "GRAPH", "OPENAI_API", "GATEWAY", "GATEWAY_ADMIN",
+    names = ("ORCHESTRATOR", "RAG", "NLP", "GRAPH", "OPENAI_API", "GATEWAY", "GATEWAY_STATS",
              "ORCHESTRATOR_METRICS", "RAG_METRICS", "NLP_METRICS", "GRAPH_METRICS")
     ports = {name: free_port() for name in names}
     env = dict(os.environ, DOCUTHINKER_DATA_DIR=str(tmp_path / "data"), DOCUTHINKER_LOG_DIR=str(tmp_path / "logs"),
@@ -52,7 +52,7 @@ def test_launcher_starts_mesh_and_stops_cleanly(tmp_path, stop_signal, with_demo
     assert "all services SERVING" in output and "press Ctrl-C" in output, output
     assert f"http://127.0.0.1:{ports['GATEWAY']}" in output
     assert f"rag           metrics:       http://127.0.0.1:{ports['RAG_METRICS']}/metrics" in output, output
-    assert f"http://127.0.0.1:{ports['GATEWAY_ADMIN']}/stats/prometheus" in output
+    assert f"http://127.0.0.1:{ports['GATEWAY_STATS']}/stats/prometheus" in output
     if not with_demo:
         assert f"Prometheus (scraping the mesh): http://127.0.0.1:{prometheus_port}" in output, output
         ports["PROMETHEUS"] = prometheus_port

@@ -144,7 +144,8 @@ def test_an_upload_is_one_trace_from_envoy_through_rag_nlp_and_graph(client, rec
     by_id = {s.span_id: s for s in spans}
 
     edge = one(spans, service="gateway", parent_span_id=caller_span)
-    upload = one(spans, service="rag", name="docuthinker.rag.v1.RagService/UploadDocument", kind=SERVER)
+    # REST uploads are served by the client-streaming twin the gateway streams the body to (UploadDocumentBody).
+    upload = one(spans, service="rag", name="docuthinker.rag.v1.RagService/UploadDocumentBody", kind=SERVER)
     assert upload.parent_span_id == edge.span_id
     for stage in ("ingest.parse", "ingest.chunk", "ingest.embed", "ingest.index"):
         assert one(spans, service="rag", name=stage).parent_span_id == upload.span_id, stage

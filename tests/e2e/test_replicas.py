@@ -322,7 +322,7 @@ def test_a_starting_replica_leaves_an_ingestion_a_live_replica_holds_alone(repli
 
 def _retry_stats(mesh) -> dict[str, int]:
     """Envoy's retry counters of the rag cluster: why a retry was made, dropped or not attempted."""
-    text = httpx.get(f"{mesh.admin_url}/stats", params={"filter": r"^cluster\.rag\.upstream_rq_retry"}, timeout=10).text
+    text = mesh.admin.get("/stats", params={"filter": r"^cluster\.rag\.upstream_rq_retry"}, timeout=10).text
     return {name.removeprefix("cluster.rag."): int(value) for name, value in
             (line.split(": ") for line in text.splitlines() if ": " in line) if value.strip().isdigit()}
 

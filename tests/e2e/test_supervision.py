@@ -49,7 +49,7 @@ def _until(condition, what: str, timeout: float = 120.0):
 
 
 def test_a_killed_service_is_restarted_and_a_child_past_its_budget_stays_down_alone(tmp_path):
-    names = ("ORCHESTRATOR", "RAG", "NLP", "GRAPH", "OPENAI_API", "GATEWAY", "GATEWAY_ADMIN",
+    names = ("ORCHESTRATOR", "RAG", "NLP", "GRAPH", "OPENAI_API", "GATEWAY", "GATEWAY_STATS",
              "ORCHESTRATOR_METRICS", "RAG_METRICS", "NLP_METRICS", "GRAPH_METRICS")
     ports = {name: free_port() for name in names}
     env = dict(os.environ, DOCUTHINKER_DATA_DIR=str(tmp_path / "data"), DOCUTHINKER_LOG_DIR=str(tmp_path / "logs"),

@@ -72,7 +72,7 @@ def _filters(rendered: dict) -> list[str]:
 
 def test_auth_filters_come_before_the_transcoder_only_when_enabled(keys):
     _, _, auth = keys
-    no_limits = EdgeSettings(client_rps=0, tenant_rps=0)
+    no_limits = EdgeSettings(client_rps=0, tenant_rps=0, anonymous_rps=0)
     # lua: the strict-JSON check (gateway/request_validation.py), right before the transcoder
     assert _filters(envoy_config.render(MeshSettings(), edge=no_limits)) == ["lua", "grpc_json_transcoder", "router"]
     assert _filters(envoy_config.render(MeshSettings(), auth=AuthSettings(enabled=False), edge=no_limits)) == [
@@ -81,9 +81,11 @@ def test_auth_filters_come_before_the_transcoder_only_when_enabled(keys):
         envoy_config.render(MeshSettings(), auth=AuthSettings(), edge=no_limits)
     assert _filters(envoy_config.render(MeshSettings(), auth=auth, edge=no_limits)) == [
         "header_mutation", "jwt_authn", "rbac", "lua", "grpc_json_transcoder", "router"]
-    # The rate limiter (on by default) runs after auth, so the tenant it counts is the token's.
+    # The rate limiters (on by default): per client address before auth, so a flood without a token (or with a
+    # bad one) is limited too; per tenant after it, so the tenant it counts is the token's.
     assert _filters(envoy_config.render(MeshSettings(), auth=auth)) == [
-        "header_mutation", "jwt_authn", "rbac", "local_ratelimit", "lua", "grpc_json_transcoder", "router"]
+        "client_rate_limit", "header_mutation", "jwt_authn", "rbac", "local_ratelimit", "lua", "grpc_json_transcoder",
+        "router"]
 
 
 def test_envoy_accepts_the_auth_config(keys, tmp_path):
@@ -107,7 +109,8 @@ def test_every_forwarded_request_names_a_subject(keys):
     on = envoy_config.render(MeshSettings(), auth=auth)
     assert added(on)["x-docuthinker-subject"] == ("-", "ADD_IF_ABSENT")
     hcm = on["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
-    strip, verify = hcm["http_filters"][0]["typed_config"], hcm["http_filters"][1]["typed_config"]
+    by_name = {f["name"]: f["typed_config"] for f in hcm["http_filters"]}
+    strip, verify = by_name[envoy_config.HEADER_MUTATION], by_name["envoy.filters.http.jwt_authn"]
     assert {"remove": "x-docuthinker-subject"} in strip["mutations"]["request_mutations"]
     assert {"header_name": "x-docuthinker-subject", "claim_name": "sub"} in \
         verify["providers"]["docuthinker"]["claim_to_headers"]

@@ -18,7 +18,7 @@ from grpc_health.v1.health import HealthServicer
 from gateway import envoy_config
 from gateway.edge_policy import LOCAL_REPLIES, EdgeSettings
 from services.launcher.mesh import envoy_binary
-from services.launcher.probes import free_port, healthy_clusters
+from services.launcher.probes import EnvoyAdmin, free_port, healthy_clusters
 from services.runtime.config import SERVICE_NAMES, MeshSettings
 
 
@@ -57,12 +57,12 @@ def health_only_upstreams(ports: dict[str, int]) -> Iterator[None]:
 @contextmanager
 def lone_envoy(tmp_path, edge: EdgeSettings, with_upstreams: bool = False, **mesh) -> Iterator[str]:
     """Envoy on free ports; its upstreams either absent (no healthy host anywhere) or health-only."""
-    ports = {f"{name}_port": free_port() for name in (*SERVICE_NAMES, "gateway", "gateway_admin")}
+    ports = {f"{name}_port": free_port() for name in (*SERVICE_NAMES, "gateway")}
     with health_only_upstreams(ports) if with_upstreams else nullcontext():
         with _envoy(tmp_path, edge, ports, mesh) as base:
             if with_upstreams:
                 deadline = time.monotonic() + 30
-                while len(healthy_clusters(f"http://127.0.0.1:{ports['gateway_admin_port']}")) < len(SERVICE_NAMES):
+                while len(healthy_clusters(_admin(tmp_path))) < len(SERVICE_NAMES):
                     assert time.monotonic() < deadline, "clusters never turned healthy"
                     time.sleep(0.1)
             yield base
@@ -70,7 +70,7 @@ def lone_envoy(tmp_path, edge: EdgeSettings, with_upstreams: bool = False, **mes
 
 @contextmanager
 def _envoy(tmp_path, edge: EdgeSettings, ports: dict[str, int], mesh: dict) -> Iterator[str]:
-    settings = MeshSettings(**ports, **mesh)
+    settings = MeshSettings(**ports, **mesh, data_dir=tmp_path, gateway_stats_port=0)
     config = envoy_config.write(tmp_path / "envoy.yaml", settings, edge=edge)
     proc = subprocess.Popen([envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "error",
                              "--base-id", str(ports["gateway_port"] % 60000)],
@@ -80,17 +80,18 @@ def _envoy(tmp_path, edge: EdgeSettings, ports: dict[str, int], mesh: dict) -> I
         deadline = time.monotonic() + 60
         while True:
             assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-            try:  # the admin port, so the rate limiter of the public one sees only the test's requests
-                if httpx.get(f"http://127.0.0.1:{settings.gateway_admin_port}/ready", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
+            if _admin(tmp_path).ready():  # the admin's, so the public rate limiter sees only the test's requests
+                break
             assert time.monotonic() < deadline, "envoy did not start"
             time.sleep(0.1)
         yield base
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _admin(tmp_path) -> EnvoyAdmin:
+    return EnvoyAdmin(envoy_config.admin_socket(MeshSettings(data_dir=tmp_path)))
 
 
 NO_LIMITS = EdgeSettings(client_rps=0, tenant_rps=0)

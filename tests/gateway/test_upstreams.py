@@ -49,9 +49,27 @@ def test_every_replica_is_an_endpoint_checked_and_ejected_on_its_own(tmp_path):
 
 
 def test_retries_of_idempotent_calls_go_to_another_replica():
-    routes = envoy_config._routes("rag", envoy_config.load_methods()["rag"])
+    routes = envoy_config._routes("rag", envoy_config.load_methods()["rag"], replicated=True)
     search = next(r for r in routes if r["name"].endswith("/Search"))["route"]
     predicates = [p["name"] for p in search["retry_policy"]["retry_host_predicate"]]
     assert predicates == ["envoy.retry_host_predicates.previous_hosts"]
     upload = next(r for r in routes if r["name"].endswith("/IngestDocument"))["route"]
     assert "retry_policy" not in upload
+
+
+def _retry_on(config: dict, path: str) -> str:
+    hcm = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    routes = {r["name"]: r["route"] for r in hcm["route_config"]["virtual_hosts"][0]["routes"] if "route" in r}
+    return routes[path]["retry_policy"]["retry_on"]
+
+
+def test_a_call_reset_under_it_is_retried_only_where_another_replica_may_take_it():
+    search = "/docuthinker.rag.v1.RagService/Search"
+    # A lone replica that was paused: keepalive cut the call after ~5 s; a retry would only wait out a second
+    # keepalive on the same stopped process (the ~9 s the README did not say).
+    lone = envoy_config.render(MeshSettings())
+    assert "reset" not in _retry_on(lone, search).split(",")
+    assert "connect-failure" in _retry_on(lone, search)
+    for target in ("127.0.0.1:50051,127.0.0.1:50061", "dns:///rag.svc:50051", "rag.svc:50051"):
+        replicated = envoy_config.render(MeshSettings(rag_target=target))
+        assert "reset" in _retry_on(replicated, search).split(","), target

@@ -10,11 +10,12 @@ from services.launcher.settings import offset_ports
 
 def test_every_port_moves_by_the_offset_and_a_port_that_is_off_stays_off():
     moved = offset_ports({"DOCUTHINKER_RAG_PORT": "6000"}, 100)
-    assert moved["DOCUTHINKER_GATEWAY_PORT"] == "8180" and moved["DOCUTHINKER_GATEWAY_ADMIN_PORT"] == "10001"
+    assert moved["DOCUTHINKER_GATEWAY_PORT"] == "8180" and moved["DOCUTHINKER_GATEWAY_STATS_PORT"] == "10002"
+    assert "DOCUTHINKER_GATEWAY_ADMIN_PORT" not in moved  # the admin interface is a socket in the mesh's data dir
     assert moved["DOCUTHINKER_RAG_PORT"] == "6100"  # from its configured value
     assert moved["DOCUTHINKER_ORCHESTRATOR_METRICS_PORT"] == "9560"
     assert moved["DOCUTHINKER_OPENAI_API_PORT"] == "50154"
-    assert "DOCUTHINKER_GATEWAY_STATS_PORT" not in moved  # 0: no stats listener
+    assert "DOCUTHINKER_GATEWAY_STATS_PORT" not in offset_ports({"DOCUTHINKER_GATEWAY_STATS_PORT": "0"}, 100)  # off
     assert offset_ports({}, 0) == {}
     with pytest.raises(ValueError):
         offset_ports({}, 70_000)

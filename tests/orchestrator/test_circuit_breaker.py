@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import grpc
 import pytest
@@ -74,9 +75,12 @@ def test_lost_probe_frees_the_slot_after_a_cooldown(db, clock):
 
 def test_state_survives_a_restart(open_db, clock):
     first = open_db()
-    CircuitBreakers(first, threshold=2, cooldown_s=60, clock=clock).record_failure("service:nlp")
+    earlier = CircuitBreakers(first, threshold=2, cooldown_s=60, clock=clock)
+    earlier.record_failure("service:nlp")
+    earlier.close()  # a shutdown: what is pending is written
     breakers = CircuitBreakers(first, threshold=2, cooldown_s=60, clock=clock)
     breakers.record_failure("service:nlp")
+    breakers.close()
     first.close()
     second = open_db()
     reloaded = CircuitBreakers(second, threshold=2, cooldown_s=60, clock=clock)
@@ -120,3 +124,67 @@ async def test_cancelled_probe_releases_the_slot(db, clock):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert breakers.allow("s")
+
+
+class _HeldDatabase:
+    """The orchestrator's database, each write held until ``release`` (a slow PostgreSQL, a locked SQLite file)."""
+
+    def __init__(self, db) -> None:
+        self._db = db
+        self.embedded = db.embedded
+        self.writing, self.release, self.written = threading.Event(), threading.Event(), threading.Event()
+        self.writes = 0
+
+    def __getattr__(self, name):
+        return getattr(self._db, name)
+
+    def execute(self, sql: str, params=()) -> int:
+        self.writing.set()
+        self.release.wait(5)
+        self.writes += 1
+        changed = self._db.execute(sql, params)
+        self.written.set()
+        return changed
+
+
+async def test_transitions_on_the_event_loop_never_wait_for_the_database(db, clock):
+    held = _HeldDatabase(db)
+    breakers = CircuitBreakers(held, threshold=2, cooldown_s=60, clock=clock)
+
+    async def down():
+        raise Unavailable("down")
+
+    for _ in range(3):  # each call records a transition on the loop while the first write is held
+        with pytest.raises((Unavailable, CircuitOpenError)):
+            await breakers.call("service:rag", down, counts_against_circuit)
+    assert held.writing.wait(5)  # the writer is inside the database now, and the calls above did not wait for it
+    assert not held.written.is_set()
+    assert breakers.get("service:rag").state is CircuitState.OPEN  # decided in memory
+    held.release.set()
+    assert breakers.flush()
+    row = db.one("SELECT state, failures FROM circuits WHERE name = ?", ("service:rag",))
+    assert (row["state"], row["failures"]) == ("OPEN", 2)
+    assert held.writes <= 2  # the first transition, then the latest state of the rest: coalesced
+    breakers.close()
+
+
+async def test_a_failed_write_is_tried_again(db, clock, monkeypatch):
+    failing = _HeldDatabase(db)
+    failing.release.set()
+    calls = []
+    original = failing.execute
+
+    def execute(sql, params=()):
+        calls.append(sql)
+        if len(calls) == 1:
+            raise RuntimeError("database away")
+        return original(sql, params)
+
+    monkeypatch.setattr(failing, "execute", execute)
+    monkeypatch.setattr("services.orchestrator.circuit_breaker._Persister.RETRY_S", 0.05)
+    breakers = CircuitBreakers(failing, threshold=1, cooldown_s=60, clock=clock)
+    breakers.record_failure("service:nlp")
+    assert breakers.flush()
+    assert len(calls) == 2
+    assert db.one("SELECT state FROM circuits WHERE name = ?", ("service:nlp",))["state"] == "OPEN"
+    breakers.close()

@@ -158,7 +158,39 @@ async def test_client_streamed_upload(server) -> None:
     assert events[-1].done.document.size_bytes == len(data)
 
 
-async def _send_until_refused(server, parts) -> tuple[grpc.StatusCode, str, int]:
+def _pieces(kind, name: str, data: bytes, content_type: str, size: int = 1000) -> list:
+    """A raw body as the gateway streams it (``UploadDocumentBody``): name and type with the first piece only."""
+    return [kind(filename=name, file=body(data[:size], content_type)),
+            *(kind(file=body(data[i:i + size])) for i in range(size, len(data), size))]
+
+
+async def test_a_rest_upload_arrives_in_pieces_and_makes_one_document(server) -> None:
+    data = DOCS["report.pdf"]
+    pieces = _pieces(pb.UploadDocumentBodyRequest, "pieces.pdf", data, "application/pdf", size=200)
+    assert len(pieces) > 3
+    events = [e async for e in server.stub.UploadDocumentBody(_stream_parts(pieces, []), metadata=tenant("pieces"))]
+    document = events[-1].done.document
+    assert document.status == documents_pb2.DOCUMENT_STATUS_READY and document.size_bytes == len(data)
+    assert document.filename == "pieces.pdf" and document.content_type == "application/pdf"
+    again = _pieces(pb.IngestDocumentBodyRequest, "pieces.pdf", data, "application/pdf", size=4096)
+    reply = await server.stub.IngestDocumentBody(_stream_parts(again, []), metadata=tenant("pieces"))
+    assert reply.result.duplicate and reply.result.document.document_id == document.document_id
+
+
+@pytest.mark.parametrize(
+    ("pieces", "reason"),
+    [
+        (_pieces(pb.UploadDocumentBodyRequest, "big.txt", b"y" * 6_500_000, "text/plain", 16384), "UPLOAD_TOO_LARGE"),
+        (_pieces(pb.UploadDocumentBodyRequest, "x.exe", b"z" * 4_000_000, "", 16384), "UNSUPPORTED_FILE_TYPE"),
+    ],
+)
+async def test_a_rest_upload_is_refused_while_its_pieces_arrive(server, pieces, reason) -> None:
+    code, got, sent = await _send_until_refused(server, pieces, "UploadDocumentBody")
+    assert (code, got) == (grpc.StatusCode.INVALID_ARGUMENT, reason)
+    assert sent < len(pieces) // 2, "the server should refuse as soon as it can, not after reading everything"
+
+
+async def _send_until_refused(server, parts, method: str = "StreamUploadDocument") -> tuple[grpc.StatusCode, str, int]:
     """Streams parts with the sync client until the server ends the call.
 
     The sync client on purpose: grpc.aio clients report INTERNAL instead of the server's status
@@ -175,7 +207,7 @@ async def _send_until_refused(server, parts) -> tuple[grpc.StatusCode, str, int]
         with grpc.insecure_channel(f"127.0.0.1:{server.running.port}") as channel:
             stub = pb_grpc.RagServiceStub(channel)
             try:
-                for _ in stub.StreamUploadDocument(requests(), metadata=tenant("stream")):
+                for _ in getattr(stub, method)(requests(), metadata=tenant("stream")):
                     pass
             except grpc.RpcError as error:
                 return error.code(), reason_of(error)

@@ -43,6 +43,24 @@ class UploadDocumentResponse(_message.Message):
     error: _status_pb2.Status
     def __init__(self, progress: _Optional[_Union[_documents_pb2.IngestProgress, _Mapping]] = ..., done: _Optional[_Union[_documents_pb2.IngestResult, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
 
+class UploadDocumentBodyRequest(_message.Message):
+    __slots__ = ("filename", "file")
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    filename: str
+    file: _httpbody_pb2.HttpBody
+    def __init__(self, filename: _Optional[str] = ..., file: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ...) -> None: ...
+
+class UploadDocumentBodyResponse(_message.Message):
+    __slots__ = ("progress", "done", "error")
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    progress: _documents_pb2.IngestProgress
+    done: _documents_pb2.IngestResult
+    error: _status_pb2.Status
+    def __init__(self, progress: _Optional[_Union[_documents_pb2.IngestProgress, _Mapping]] = ..., done: _Optional[_Union[_documents_pb2.IngestResult, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+
 class IngestDocumentRequest(_message.Message):
     __slots__ = ("filename", "file")
     FILENAME_FIELD_NUMBER: _ClassVar[int]
@@ -52,6 +70,20 @@ class IngestDocumentRequest(_message.Message):
     def __init__(self, filename: _Optional[str] = ..., file: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ...) -> None: ...
 
 class IngestDocumentResponse(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: _documents_pb2.IngestResult
+    def __init__(self, result: _Optional[_Union[_documents_pb2.IngestResult, _Mapping]] = ...) -> None: ...
+
+class IngestDocumentBodyRequest(_message.Message):
+    __slots__ = ("filename", "file")
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    filename: str
+    file: _httpbody_pb2.HttpBody
+    def __init__(self, filename: _Optional[str] = ..., file: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ...) -> None: ...
+
+class IngestDocumentBodyResponse(_message.Message):
     __slots__ = ("result",)
     RESULT_FIELD_NUMBER: _ClassVar[int]
     result: _documents_pb2.IngestResult
@@ -270,6 +302,30 @@ class SpokenQueryRequest(_message.Message):
     def __init__(self, audio: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ..., top_k: _Optional[int] = ..., document_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SpokenQueryResponse(_message.Message):
+    __slots__ = ("transcript", "language", "audio_seconds", "speech_model", "answer")
+    TRANSCRIPT_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    AUDIO_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SPEECH_MODEL_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    transcript: str
+    language: str
+    audio_seconds: float
+    speech_model: str
+    answer: _answers_pb2.Answer
+    def __init__(self, transcript: _Optional[str] = ..., language: _Optional[str] = ..., audio_seconds: _Optional[float] = ..., speech_model: _Optional[str] = ..., answer: _Optional[_Union[_answers_pb2.Answer, _Mapping]] = ...) -> None: ...
+
+class SpokenQueryBodyRequest(_message.Message):
+    __slots__ = ("audio", "top_k", "document_ids")
+    AUDIO_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    audio: _httpbody_pb2.HttpBody
+    top_k: int
+    document_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, audio: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ..., top_k: _Optional[int] = ..., document_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SpokenQueryBodyResponse(_message.Message):
     __slots__ = ("transcript", "language", "audio_seconds", "speech_model", "answer")
     TRANSCRIPT_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]

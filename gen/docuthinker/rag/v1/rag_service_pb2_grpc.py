@@ -41,10 +41,20 @@ class RagServiceStub:
                 request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UploadDocumentRequest.SerializeToString,
                 response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UploadDocumentResponse.FromString,
                 _registered_method=True)
+        self.UploadDocumentBody = channel.stream_stream(
+                '/docuthinker.rag.v1.RagService/UploadDocumentBody',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UploadDocumentBodyRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UploadDocumentBodyResponse.FromString,
+                _registered_method=True)
         self.IngestDocument = channel.unary_unary(
                 '/docuthinker.rag.v1.RagService/IngestDocument',
                 request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.IngestDocumentRequest.SerializeToString,
                 response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.IngestDocumentResponse.FromString,
+                _registered_method=True)
+        self.IngestDocumentBody = channel.stream_unary(
+                '/docuthinker.rag.v1.RagService/IngestDocumentBody',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.IngestDocumentBodyRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.IngestDocumentBodyResponse.FromString,
                 _registered_method=True)
         self.StreamUploadDocument = channel.stream_stream(
                 '/docuthinker.rag.v1.RagService/StreamUploadDocument',
@@ -106,6 +116,11 @@ class RagServiceStub:
                 request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryRequest.SerializeToString,
                 response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryResponse.FromString,
                 _registered_method=True)
+        self.SpokenQueryBody = channel.stream_unary(
+                '/docuthinker.rag.v1.RagService/SpokenQueryBody',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryBodyRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryBodyResponse.FromString,
+                _registered_method=True)
         self.StreamQuery = channel.unary_stream(
                 '/docuthinker.rag.v1.RagService/StreamQuery',
                 request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.StreamQueryRequest.SerializeToString,
@@ -149,8 +164,24 @@ class RagServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UploadDocumentBody(self, request_iterator, context):
+        """UploadDocument as REST serves it (POST /v1/documents): the gateway streams the request body in pieces of at
+        most 1 MiB instead of holding it whole. The first message carries the filename and the first piece (an
+        empty one for an empty body), every other message one more piece; the answer is UploadDocument's.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def IngestDocument(self, request, context):
         """Uploads raw bytes and returns only the final document (no progress stream).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def IngestDocumentBody(self, request_iterator, context):
+        """IngestDocument as REST serves it (POST /v1/documents:ingest), the body streamed as for UploadDocumentBody.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -246,6 +277,14 @@ class RagServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SpokenQueryBody(self, request_iterator, context):
+        """SpokenQuery as REST serves it (POST /v1/query:spoken), the recording streamed as for UploadDocumentBody: the
+        first message carries top_k, document_ids and the first piece.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def StreamQuery(self, request, context):
         """Streams retrieval, answer deltas, citations and a final event.
         """
@@ -296,10 +335,20 @@ def add_RagServiceServicer_to_server(servicer, server):
                     request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UploadDocumentRequest.FromString,
                     response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UploadDocumentResponse.SerializeToString,
             ),
+            'UploadDocumentBody': grpc.stream_stream_rpc_method_handler(
+                    servicer.UploadDocumentBody,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UploadDocumentBodyRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UploadDocumentBodyResponse.SerializeToString,
+            ),
             'IngestDocument': grpc.unary_unary_rpc_method_handler(
                     servicer.IngestDocument,
                     request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.IngestDocumentRequest.FromString,
                     response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.IngestDocumentResponse.SerializeToString,
+            ),
+            'IngestDocumentBody': grpc.stream_unary_rpc_method_handler(
+                    servicer.IngestDocumentBody,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.IngestDocumentBodyRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.IngestDocumentBodyResponse.SerializeToString,
             ),
             'StreamUploadDocument': grpc.stream_stream_rpc_method_handler(
                     servicer.StreamUploadDocument,
@@ -360,6 +409,11 @@ def add_RagServiceServicer_to_server(servicer, server):
                     servicer.SpokenQuery,
                     request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryRequest.FromString,
                     response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryResponse.SerializeToString,
+            ),
+            'SpokenQueryBody': grpc.stream_unary_rpc_method_handler(
+                    servicer.SpokenQueryBody,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryBodyRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryBodyResponse.SerializeToString,
             ),
             'StreamQuery': grpc.unary_stream_rpc_method_handler(
                     servicer.StreamQuery,
@@ -431,6 +485,33 @@ class RagService:
             _registered_method=True)
 
     @staticmethod
+    def UploadDocumentBody(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/docuthinker.rag.v1.RagService/UploadDocumentBody',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UploadDocumentBodyRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UploadDocumentBodyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def IngestDocument(request,
             target,
             options=(),
@@ -447,6 +528,33 @@ class RagService:
             '/docuthinker.rag.v1.RagService/IngestDocument',
             docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.IngestDocumentRequest.SerializeToString,
             docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.IngestDocumentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IngestDocumentBody(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/docuthinker.rag.v1.RagService/IngestDocumentBody',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.IngestDocumentBodyRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.IngestDocumentBodyResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -771,6 +879,33 @@ class RagService:
             '/docuthinker.rag.v1.RagService/SpokenQuery',
             docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryRequest.SerializeToString,
             docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SpokenQueryBody(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/docuthinker.rag.v1.RagService/SpokenQueryBody',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryBodyRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SpokenQueryBodyResponse.FromString,
             options,
             channel_credentials,
             insecure,
