@@ -31,6 +31,9 @@ from services.rag.answers import spans
 from services.rag.sentence_warmup import SentenceWarmer
 from services.rag.servicer import RagServicer
 from services.rag.settings import RagSettings
+from services.rag.versions.catalog import VersionCatalog
+from services.rag.versions.changes import ChangeQuestions
+from services.rag.versions.search import VersionedIndex, VersionedLookup
 from services.rag.speech_setup import build_speech, warm_up
 from services.rag.spoken import SpokenQuestions
 from services.graph.client import GraphClient
@@ -105,7 +108,9 @@ class RagService:
                               graph_sync, audio, storage=self.storage)
         )
         sentence_cache = CachedEncoder(model)
-        answers, agents = build_answering(runtime.index, runtime.metadata, model, self.answer_settings,
+        # Retrieval reads live chunks, and an earlier version's when document_ids names one ("<id>@<n>").
+        answers, agents = build_answering(VersionedIndex(runtime.index, runtime.metadata),
+                                          VersionedLookup(runtime.metadata), model, self.answer_settings,
                                           self.router, related_documents=graph_related(GraphClient(self.channels)),
                                           sentence_cache=sentence_cache)
         # The warm-up is background work: it yields to ingestion and to questions being answered.
@@ -118,9 +123,13 @@ class RagService:
         inputs, crew, analysis = build_analysis(runtime.pipeline, runtime.catalog, answers, self.channels,
                                                 self.router, self.providers, self.crew_settings,
                                                 self.analysis_settings)
+        versions = VersionCatalog(runtime.catalog, runtime.metadata, runtime.blobs)
+        changes = ChangeQuestions(versions, runtime.metadata, search=lambda tenant, question, k, ids:
+                                  answers.retriever.search(tenant, question, k, ids))
         self.servicer = RagServicer(
             self.settings.max_upload_bytes, pipeline=runtime.pipeline, catalog=runtime.catalog,
-            answers=answers, agents=agents, spoken=spoken, inputs=inputs, crew=crew, analysis=analysis)
+            answers=answers, agents=agents, spoken=spoken, inputs=inputs, crew=crew, analysis=analysis,
+            versions=versions, changes=changes)
         self.resume_task = asyncio.get_running_loop().create_task(
             runtime.pipeline.sweep_forever(self.rag.sweep_interval_s, enabled=self.rag.resume_on_startup),
             name="ingest-sweep",

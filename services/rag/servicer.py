@@ -21,6 +21,9 @@ from services.rag.catalog import DocumentCatalog
 from services.rag.crew import CrewRunner, DocumentInputs
 from services.rag.spoken import SpokenQuestions
 from services.rag.spoken_rpcs import SpokenRpcs
+from services.rag.versions.catalog import VersionCatalog
+from services.rag.versions.changes import ChangeQuestions
+from services.rag.versions.rpcs import VersionRpcs
 from services.rag.documents import IngestOutcome
 from services.rag.ingest.formats import check_size, detect_type, sanitize_filename
 from services.rag.ingest.pipeline import IngestionPipeline
@@ -28,7 +31,7 @@ from services.runtime.errors import FieldViolation, InvalidArgument
 from services.runtime.request_context import current_tenant
 
 
-class RagServicer(AnswerRpcs, AnalysisRpcs, SpokenRpcs, pb_grpc.RagServiceServicer):
+class RagServicer(VersionRpcs, AnswerRpcs, AnalysisRpcs, SpokenRpcs, pb_grpc.RagServiceServicer):
     """Built once its dependencies exist (``RagService.start``), so every RPC finds them."""
 
     def __init__(
@@ -43,20 +46,25 @@ class RagServicer(AnswerRpcs, AnalysisRpcs, SpokenRpcs, pb_grpc.RagServiceServic
         inputs: DocumentInputs,
         crew: CrewRunner,
         analysis: AnalysisPipeline,
+        versions: VersionCatalog,
+        changes: ChangeQuestions,
     ) -> None:
         self._max_upload_bytes = max_upload_bytes
         self.pipeline, self.catalog = pipeline, catalog
+        self.versions, self.changes = versions, changes
         self.answers, self.agents, self.spoken = answers, agents, spoken
         self.inputs, self.crew, self.analysis = inputs, crew, analysis
 
     # -- uploads ---------------------------------------------------------------------
     async def UploadDocument(self, request: pb.UploadDocumentRequest, context) -> AsyncIterator:
-        events = self.pipeline.upload(current_tenant(), request.filename, request.file.content_type, request.file.data)
+        events = self.pipeline.upload(current_tenant(), request.filename, request.file.content_type, request.file.data,
+                                      key=request.document_key)
         async for event in events:
             yield messages.upload_event_pb(event, pb.UploadDocumentResponse)
 
     async def IngestDocument(self, request: pb.IngestDocumentRequest, context) -> pb.IngestDocumentResponse:
-        events = self.pipeline.upload(current_tenant(), request.filename, request.file.content_type, request.file.data)
+        events = self.pipeline.upload(current_tenant(), request.filename, request.file.content_type, request.file.data,
+                                      key=request.document_key)
         async for event in events:
             if isinstance(event, IngestOutcome):
                 return pb.IngestDocumentResponse(result=messages.result_pb(event))
@@ -64,7 +72,8 @@ class RagServicer(AnswerRpcs, AnalysisRpcs, SpokenRpcs, pb_grpc.RagServiceServic
 
     async def StreamUploadDocument(self, request_iterator, context) -> AsyncIterator:
         header, data = await self._receive(request_iterator)
-        events = self.pipeline.upload(current_tenant(), header.filename, header.content_type, data)
+        events = self.pipeline.upload(current_tenant(), header.filename, header.content_type, data,
+                                      key=header.document_key)
         async for event in events:
             yield messages.upload_event_pb(event, pb.StreamUploadDocumentResponse)
 
