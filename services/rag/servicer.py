@@ -21,6 +21,8 @@ from services.rag.catalog import DocumentCatalog
 from services.rag.crew import CrewRunner, DocumentInputs
 from services.rag.spoken import SpokenQuestions
 from services.rag.spoken_rpcs import SpokenRpcs
+from services.rag.sources.rpcs import SourceRpcs
+from services.rag.sources.service import SourceService
 from services.rag.versions.catalog import VersionCatalog
 from services.rag.versions.changes import ChangeQuestions
 from services.rag.versions.rpcs import VersionRpcs
@@ -31,7 +33,7 @@ from services.runtime.errors import FieldViolation, InvalidArgument
 from services.runtime.request_context import current_tenant
 
 
-class RagServicer(VersionRpcs, AnswerRpcs, AnalysisRpcs, SpokenRpcs, pb_grpc.RagServiceServicer):
+class RagServicer(VersionRpcs, SourceRpcs, AnswerRpcs, AnalysisRpcs, SpokenRpcs, pb_grpc.RagServiceServicer):
     """Built once its dependencies exist (``RagService.start``), so every RPC finds them."""
 
     def __init__(
@@ -48,10 +50,11 @@ class RagServicer(VersionRpcs, AnswerRpcs, AnalysisRpcs, SpokenRpcs, pb_grpc.Rag
         analysis: AnalysisPipeline,
         versions: VersionCatalog,
         changes: ChangeQuestions,
+        sources: SourceService,
     ) -> None:
         self._max_upload_bytes = max_upload_bytes
         self.pipeline, self.catalog = pipeline, catalog
-        self.versions, self.changes = versions, changes
+        self.versions, self.changes, self.sources = versions, changes, sources
         self.answers, self.agents, self.spoken = answers, agents, spoken
         self.inputs, self.crew, self.analysis = inputs, crew, analysis
 
