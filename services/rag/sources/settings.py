@@ -34,10 +34,12 @@ class SourcesSettings(BaseSettings):
     item_backoff_initial_s: float = Field(default=30.0, gt=0)
     """Wait before a failed item is tried again; doubled per failure."""
     item_backoff_max_s: float = Field(default=6 * 3600.0, gt=0)
+    """The longest wait between two tries of a failing item."""
     run_backoff_initial_s: float = Field(default=30.0, gt=0)
     """Wait before a source whose sync failed (unreachable, refused credential) is tried again; doubled per
     failure, never past its interval."""
     run_backoff_max_s: float = Field(default=3600.0, gt=0)
+    """The longest wait before a failed sync is tried again."""
     network_timeout_s: float = Field(default=30.0, gt=0)
     """Connect and read timeout of IMAP, WebDAV and Git calls."""
     watch_debounce_ms: int = Field(default=800, ge=50)
