@@ -15,6 +15,7 @@ from docuthinker_cli import render
 from docuthinker_cli.client import DEFAULT_GATEWAY, Gateway, GatewayError
 from docuthinker_cli.exit_codes import ExitCode
 from docuthinker_cli.progress import upload_all
+from docuthinker_cli.sources import compare, sources_app, versions
 
 app = typer.Typer(
     name="docuthinker",
@@ -283,6 +284,12 @@ def costs(ctx: typer.Context, as_json: Json = False) -> None:
         render.emit_json(body) if as_json else render.costs(body)
 
     _run(ctx, as_json, action)
+
+
+# Sources and document versions live in their own module (docuthinker_cli/sources.py).
+app.add_typer(sources_app, name="sources")
+app.command("versions")(versions)
+app.command("compare")(compare)
 
 
 def main() -> None:

@@ -40,7 +40,7 @@ HEADER_MUTATION = "envoy.filters.http.header_mutation"
 
 # Calls answering with a user's uploaded bytes (HTML, SVG ...) on the web app's origin: a browser
 # opening one directly gets them sandboxed (no scripts, no access to the app's stored token).
-UNTRUSTED_BYTES = frozenset({"GetDocumentContent"})
+UNTRUSTED_BYTES = frozenset({"GetDocumentContent", "GetDocumentVersionContent"})
 UNTRUSTED_BYTES_HEADERS = {
     "content-security-policy": "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'",
     "x-content-type-options": "nosniff",

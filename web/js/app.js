@@ -6,9 +6,10 @@ import * as ask from "./ask.js";
 import * as documentPage from "./document.js";
 import * as graph from "./graph.js";
 import * as system from "./system.js";
+import * as sources from "./sources.js";
 
-const PAGES = { library, ask, doc: documentPage, graph, system };
-const TITLES = { library: "Library", ask: "Ask", doc: "Document", graph: "Graph", system: "System" };
+const PAGES = { library, ask, doc: documentPage, graph, system, sources };
+const TITLES = { library: "Library", ask: "Ask", doc: "Document", graph: "Graph", system: "System", sources: "Sources" };
 let cleanup = null;
 
 function show() {
