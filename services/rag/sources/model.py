@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,19 +47,23 @@ class _Config(BaseModel):
         return not any(fnmatch.fnmatch(path, p) for p in exclude)
 
 
+_PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
+
+
 class FolderConfig(_Config):
-    path: str = Field(min_length=1, max_length=4096)
+    path: str = Field(min_length=1, max_length=4096, pattern=_PRINTABLE)
     include: list[str] = Field(default_factory=list, max_length=50)
     exclude: list[str] = Field(default_factory=list, max_length=50)
     poll_only: bool = False
 
 
 class ImapConfig(_Config):
-    host: str = Field(min_length=1, max_length=255)
+    host: str = Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9.:\[\]_-]+$")
     port: int = Field(default=0, ge=0, le=65535)
     security: ImapSecurity = ImapSecurity.TLS
     username: str = Field(min_length=1, max_length=320)
-    mailboxes: list[str] = Field(default_factory=list, max_length=20)
+    mailboxes: list[Annotated[str, Field(min_length=1, max_length=255, pattern=_PRINTABLE)]] = Field(
+        default_factory=list, max_length=20)
     attachments_inline: bool = False
 
     @property
@@ -68,14 +72,14 @@ class ImapConfig(_Config):
 
 
 class WebDavConfig(_Config):
-    url: str = Field(min_length=1, max_length=2048, pattern=r"^https?://")
+    url: str = Field(min_length=1, max_length=2048, pattern=r"^https?://[^\x00-\x20\x7f]+$")
     username: str = Field(default="", max_length=320)
     include: list[str] = Field(default_factory=list, max_length=50)
     exclude: list[str] = Field(default_factory=list, max_length=50)
 
 
 class GitConfig(_Config):
-    url: str = Field(min_length=1, max_length=2048)
+    url: str = Field(min_length=1, max_length=2048, pattern=r"^[^\x00-\x20\x7f]+$")
     branch: str = Field(default="", max_length=255, pattern=r"^[A-Za-z0-9._/-]*$")
     username: str = Field(default="", max_length=320)
     include: list[str] = Field(default_factory=list, max_length=50)

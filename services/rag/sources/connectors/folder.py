@@ -20,7 +20,10 @@ def allowed_folder(path: str, roots: Sequence[pathlib.Path]) -> pathlib.Path:
     raw = pathlib.Path(path)
     if not raw.is_absolute():
         raise SourceRefused(f"folder {path!r} must be an absolute path")
-    real = pathlib.Path(os.path.realpath(raw))
+    try:
+        real = pathlib.Path(os.path.realpath(raw))
+    except (ValueError, OSError) as exc:
+        raise SourceRefused(f"folder {path!r} is not a usable path: {exc}") from exc
     for root in roots:
         if real == root.resolve() or root.resolve() in real.parents:
             return real

@@ -40,9 +40,13 @@ REF = "refs/docuthinker/source"
 
 def check_url(url: str, roots: Sequence[pathlib.Path]) -> str:
     """The URL as git should see it (SOURCE_NOT_ALLOWED for another scheme or a local path outside the roots)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError as exc:
+        raise SourceRefused(f"Git URL {url!r} cannot be read: {exc}") from exc
     if parts.scheme in ("http", "https", "git"):
-        if not parts.hostname:
+        if not host:
             raise SourceRefused(f"Git URL {url!r} names no host")
         if parts.username or parts.password:
             raise SourceRefused("put the Git username in the source's username and the password or token in its "
