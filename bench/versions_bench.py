@@ -153,6 +153,9 @@ class _NoLease:
     def check(self) -> None:
         return None
 
+    def settle(self) -> None:
+        return None
+
 
 async def run(rounds: int, out: pathlib.Path) -> dict:
     from services.models.embedder import get_embedder

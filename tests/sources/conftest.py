@@ -29,6 +29,9 @@ class NoLease:
     def check(self) -> None:
         return None
 
+    def settle(self) -> None:
+        return None
+
 
 @dataclass
 class Stack:

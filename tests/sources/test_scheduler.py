@@ -77,6 +77,7 @@ class _SlowEngine:
         self.runs = 0
 
     async def sync(self, source, connector, lease) -> None:
+        """As ``SyncEngine.sync`` ends: the outcome written, which ends the claim, then the lease settled."""
         running = self.shared.setdefault("running", {})
         running[source.source_id] = running.get(source.source_id, 0) + 1
         self.shared["most"] = max(self.shared.get("most", 0), running[source.source_id])
@@ -85,8 +86,9 @@ class _SlowEngine:
             await asyncio.sleep(0.3)
         finally:
             running[source.source_id] -= 1
-        await asyncio.to_thread(self.store.finish, source.tenant, source.source_id, state=SourceState.OK,
-                                next_run=time.time())  # due again at once: every tick of both replicas wants it
+        if await asyncio.to_thread(self.store.finish, source.tenant, source.source_id, state=SourceState.OK,
+                                   next_run=time.time()):  # due again at once: every tick of both replicas wants it
+            lease.settle()
 
 
 async def test_two_replicas_never_sync_one_source_at_once(tmp_path, postgres_dsn) -> None:
@@ -129,8 +131,12 @@ async def test_a_file_event_starts_a_sync(stack) -> None:
         assert next_run > time.time() + 3000  # nothing scheduled soon: only a file event can start a sync
         (folder / "second.md").write_text("# Second\n\nA note written after the first sync.\n")
         await _until(lambda: len(stack.documents()) == 2, 20)
-        view = await stack.service.get(TENANT, source_id)
-        assert view.record.counts.added == 1 and view.record.counts.unchanged == 1
+
+        def recorded() -> bool:  # the sync's outcome lands just after the document does
+            record = stack.store.get(TENANT, source_id)
+            return record.state is SourceState.OK and (record.counts.added, record.counts.unchanged) == (1, 1)
+
+        await _until(recorded, 20)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

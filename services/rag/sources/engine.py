@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from services.rag.catalog import DocumentCatalog
 from services.rag.documents import IngestOutcome
@@ -44,10 +44,14 @@ def backoff(attempts: int, initial: float, ceiling: float) -> float:
     return min(initial * 2 ** max(attempts - 1, 0), ceiling)
 
 
-class Lease:
-    """What the engine needs of the source's held lease: ``check`` raises ``LeaseLost`` once it is gone."""
+class Lease(Protocol):
+    """What the engine needs of the source's held lease (``HeldLease``): ``check`` raises ``LeaseLost`` once it is
+    gone; ``settle`` says the sync's end released it, so nothing releases it again (the same replica may hold a
+    new claim on the source by then: claims are the replica's, not the sync's)."""
 
     def check(self) -> None: ...
+
+    def settle(self) -> None: ...
 
 
 @dataclass
@@ -101,10 +105,12 @@ class SyncEngine:
         retry = await asyncio.to_thread(self._earliest_retry, source)
         if retry is not None:
             next_run = min(next_run, max(retry, now + 1))
-        await asyncio.to_thread(
+        finished = await asyncio.to_thread(
             self._store.finish, source.tenant, source.source_id, state=state, last_run_end=now,
             counts=run.counts(), error_reason=reason, error_message=message, consecutive_failures=failures,
             next_run=next_run, **({"cursor": cursor, "last_success": now} if state is not SourceState.FAILED else {}))
+        if finished:
+            lease.settle()
         domain_metrics.SOURCE_SYNCS.labels(kind, state.name.lower()).inc()
         domain_metrics.SOURCE_SYNC_SECONDS.labels(kind).observe(now - started)
         log.info("source synced", extra={"fields": {
@@ -119,7 +125,7 @@ class SyncEngine:
     async def _run(self, source: SourceRecord, connector: Connector, lease: Lease,
                    run: _Run) -> tuple[SourceState, str, str, dict]:
         try:
-            listing = await asyncio.to_thread(connector.list, dict(source.cursor))
+            listing = await asyncio.to_thread(connector.scan, dict(source.cursor))
         except RUN_ERRORS as error:
             return SourceState.FAILED, error.reason, error.message, source.cursor
         known = await asyncio.to_thread(self._store.items, source.tenant, source.source_id)

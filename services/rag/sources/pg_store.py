@@ -52,7 +52,7 @@ class PostgresSourceStore:
                                (tenant, source_id)).fetchone()
         return source_from_row(row) if row else None
 
-    def list(self, tenant: str, limit: int, offset: int = 0) -> list[SourceRecord]:
+    def page(self, tenant: str, limit: int, offset: int = 0) -> list[SourceRecord]:
         with self._db.connection() as conn:
             rows = conn.execute(f"SELECT {SOURCE_COLUMNS} FROM rag_sources WHERE tenant=%s "
                                 "ORDER BY create_time, source_id LIMIT %s OFFSET %s", (tenant, limit, offset)).fetchall()

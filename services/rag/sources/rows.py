@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from services.rag.sources.model import SourceItem, SourceKind, SourceRecord, SourceState, SyncCounts
@@ -35,7 +34,7 @@ def source_values(record: SourceRecord) -> tuple:
             record.error_message, record.consecutive_failures, json.dumps(record.cursor))
 
 
-def source_from_row(row: Mapping[str, Any]) -> SourceRecord:
+def source_from_row(row: Any) -> SourceRecord:
     return SourceRecord(
         tenant=row["tenant"], source_id=row["source_id"], name=row["name"], kind=SourceKind(row["kind"]),
         config=json.loads(row["config"]), create_time=row["create_time"], update_time=row["update_time"],
@@ -53,7 +52,7 @@ def item_values(item: SourceItem) -> tuple:
             item.update_time)
 
 
-def item_from_row(row: Mapping[str, Any]) -> SourceItem:
+def item_from_row(row: Any) -> SourceItem:
     return SourceItem(
         tenant=row["tenant"], source_id=row["source_id"], key=row["item_key"], token=row["token"],
         content_sha256=row["content_sha256"], document_ids=tuple(json.loads(row["document_ids"])),

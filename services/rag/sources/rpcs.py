@@ -16,7 +16,7 @@ class SourceRpcs:
         return pb.CreateSourceResponse(source=messages.source_pb(view))
 
     async def ListSources(self, request: pb.ListSourcesRequest, context) -> pb.ListSourcesResponse:
-        views, token = await self.sources.list(current_tenant(), request.page_size, request.page_token)
+        views, token = await self.sources.page(current_tenant(), request.page_size, request.page_token)
         return pb.ListSourcesResponse(sources=[messages.source_pb(v) for v in views], next_page_token=token)
 
     async def GetSource(self, request: pb.GetSourceRequest, context) -> pb.GetSourceResponse:

@@ -83,10 +83,11 @@ class SourceScheduler:
                 try:
                     connector = self._connectors.open(source)
                 except RUN_ERRORS as error:
-                    await asyncio.to_thread(self._store.finish, source.tenant, source.source_id,
-                                            state=SourceState.FAILED, error_reason=error.reason,
-                                            error_message=error.message,
-                                            next_run=time.time() + self._settings.run_backoff_max_s)
+                    if await asyncio.to_thread(self._store.finish, source.tenant, source.source_id,
+                                               state=SourceState.FAILED, error_reason=error.reason,
+                                               error_message=error.message,
+                                               next_run=time.time() + self._settings.run_backoff_max_s):
+                        lease.settle()
                     return
                 await self._engine.sync(source, connector, lease)
         except asyncio.CancelledError:

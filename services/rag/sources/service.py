@@ -136,13 +136,13 @@ class SourceService:
         documents = await asyncio.to_thread(self._store.document_count, tenant, source_id)
         return SourceView(record, tuple(errors), failing, documents)
 
-    async def list(self, tenant: str, page_size: int, page_token: str) -> tuple[list[SourceView], str]:
+    async def page(self, tenant: str, page_size: int, page_token: str) -> tuple[list[SourceView], str]:
         if page_size < 0:
             raise InvalidArgument("page_size must not be negative", reason="INVALID_PAGE_SIZE",
                                   violations=[FieldViolation("page_size", "must be >= 0")])
         size = min(page_size or DEFAULT_PAGE, MAX_PAGE)
         offset = _decode(page_token)
-        records = await asyncio.to_thread(self._store.list, tenant, size + 1, offset)
+        records = await asyncio.to_thread(self._store.page, tenant, size + 1, offset)
         views = [await self.get(tenant, r.source_id) for r in records[:size]]
         return views, (_encode(offset + size) if len(records) > size else "")
 

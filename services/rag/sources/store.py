@@ -119,7 +119,7 @@ class SqliteSourceStore:
         row = self._one(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE tenant=? AND source_id=?", (tenant, source_id))
         return source_from_row(row) if row else None
 
-    def list(self, tenant: str, limit: int, offset: int = 0) -> list[SourceRecord]:
+    def page(self, tenant: str, limit: int, offset: int = 0) -> list[SourceRecord]:
         with self._lock:
             rows = self._conn.execute(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE tenant=? "
                                       "ORDER BY create_time, source_id LIMIT ? OFFSET ?",

@@ -45,7 +45,7 @@ class FolderConnector:
                                 "deleted: its documents stay until it is back")
         return root
 
-    def list(self, cursor: dict[str, Any]) -> Listing:
+    def scan(self, cursor: dict[str, Any]) -> Listing:
         root = self._root()
         items: list[Item] = []
         for directory, folders, files in os.walk(root):

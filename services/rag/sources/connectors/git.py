@@ -105,7 +105,7 @@ class GitConnector:
             raise SourceUnreachable(message)
         return done.stdout
 
-    def list(self, cursor: dict[str, Any]) -> Listing:
+    def scan(self, cursor: dict[str, Any]) -> Listing:
         url = check_url(self._config.url, self._roots)
         if not (self._cache / "HEAD").exists():
             self._cache.mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,7 @@ class ImapConnector:
         self._selected = mailbox
         return info
 
-    def list(self, cursor: dict[str, Any]) -> Listing:
+    def scan(self, cursor: dict[str, Any]) -> Listing:
         items: list[Item] = []
         validity: dict[str, int] = {}
         for mailbox in self._config.mailboxes or ["INBOX"]:
@@ -122,7 +122,7 @@ def message_parts(raw: bytes, uid: int, inline: bool) -> list[Part]:
         filename = part.get_filename() or f"attachment-{index}"
         names.append(filename)
         payload = part.get_payload(decode=True)
-        if payload and ingestible(filename):
+        if isinstance(payload, bytes) and payload and ingestible(filename):
             attachments.append(Part(f"attachment/{index}", filename, part.get_content_type(), payload))
     if not attachments:
         return [Part("", name, "message/rfc822", raw)]

@@ -39,7 +39,7 @@ class WebDavConnector:
         except (httpx.TransportError, ConnectionError, TimeoutError) as exc:
             raise SourceUnreachable(f"WebDAV server {self._config.url} unreachable ({what}): {exc}") from exc
 
-    def list(self, cursor: dict[str, Any]) -> Listing:
+    def scan(self, cursor: dict[str, Any]) -> Listing:
         items: list[Item] = []
         pending: deque[str] = deque([""])
         while pending:
