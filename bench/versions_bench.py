@@ -54,7 +54,7 @@ def big_document(abstracts: list[str], target_chunks: int = 500) -> str:
     for i, text in enumerate(abstracts):
         parts.append(f"## Abstract {i + 1}\n\n{text}\n")
         size += len(text)
-        if size > target_chunks * 760:
+        if size > target_chunks * 620:
             break
     return "\n".join(parts)
 

@@ -100,8 +100,13 @@ def test_folder_watched_for_file_events(client, mesh):
         time.sleep(0.5)
     else:
         raise AssertionError(f"the folder's changes did not arrive: {documents(client, source_id)}")
-    status = client.get(f"/v1/sources/{source_id}", headers=TENANT).json()["source"]["status"]
-    assert status["state"] == "SOURCE_STATE_OK" and status["documents"] == 2
+    deadline = time.monotonic() + 60  # the sync's outcome is recorded just after its last document lands
+    while True:
+        status = client.get(f"/v1/sources/{source_id}", headers=TENANT).json()["source"]["status"]
+        if (status["state"], status["documents"]) == ("SOURCE_STATE_OK", 2) or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert (status["state"], status["documents"]) == ("SOURCE_STATE_OK", 2), status
 
 
 def _message(subject: str, body: str, attachment: tuple[str, str] | None = None) -> bytes:
@@ -225,6 +230,17 @@ def test_git_branch(client, tmp_path):
         assert sorted(docs) == ["README.md", "boats.md", "nets.md"] and docs["boats.md"]["version"] == 2
         listed = client.get("/v1/sources", headers=TENANT).json()["sources"]
         assert {s["source_id"] for s in listed} >= {source_id, bad_id}
+        # Pause (a field mask), then a new credential for the failing one: it syncs again at once.
+        paused = client.patch(f"/v1/sources/{source_id}", params={"update_mask": "paused"}, json={"paused": True},
+                              headers=TENANT)
+        assert paused.status_code == 200 and paused.json()["source"]["paused"], paused.text
+        asked = time.time()
+        fixed = client.patch(f"/v1/sources/{bad_id}", params={"update_mask": "credential"},
+                             json={"credential": "git-secret"}, headers=TENANT)
+        assert fixed.status_code == 200, fixed.text
+        assert wait_synced(client, bad_id, asked)["status"]["state"] == "SOURCE_STATE_OK"
+        assert client.delete(f"/v1/sources/{bad_id}", params={"keep_documents": "true"}, headers=TENANT).json()[
+            "documents_deleted"] == 0
         # Deleting the source deletes its documents.
         gone = client.delete(f"/v1/sources/{source_id}", headers=TENANT)
         assert gone.status_code == 200 and gone.json()["documents_deleted"] == 3
