@@ -223,3 +223,26 @@ def test_change_questions_are_recognised_by_kind_not_wording() -> None:
     assert is_change_question("compare the previous revision with the latest one")
     assert not is_change_question("How did revenue change in 2023?")
     assert not is_change_question("Which version of Python does the project need?")
+
+
+def test_versions_are_chosen_by_number_month_or_position() -> None:
+    import datetime as dt
+
+    from services.rag.versions.changes import choose_versions
+    from services.rag.versions.model import DocumentVersion
+
+    def version(number: int, month: int) -> DocumentVersion:
+        stamp = dt.datetime(2026, month, 10).timestamp()
+        return DocumentVersion("d", number, VersionState.SUPERSEDED, "p.md", "markdown", "text/markdown", "x", 1, stamp)
+
+    published = [version(1, 3), version(2, 6), version(3, 9)]
+    pick = lambda question, pinned=(): tuple(v.version for v in choose_versions(question, published, pinned))  # noqa: E731
+    assert pick("What changed between the March and June versions?") == (1, 2)
+    assert pick("what changed in version 2?") == (1, 2)  # what version 2 changed
+    assert pick("what changed since version 2?") == (2, 3)
+    assert pick("How does v3 differ from v1?") == (1, 3)
+    assert pick("differences between versions 1 and 2") == (1, 2)
+    assert pick("What changed in the latest revision?") == (2, 3)  # by default: the previous and the live one
+    assert pick("What changed since the first version?") == (1, 3)
+    assert pick("What was new in the June version?") == (1, 2)
+    assert pick("what changed?", pinned=(1,)) == (1, 2)

@@ -51,6 +51,7 @@ _MONTH_WORD = re.compile(r"\b(?:" + "|".join(n.capitalize() for n in sorted(_MON
 _FIRST = re.compile(r"\b(?:first|original|initial|oldest)\b", re.I)
 _PREVIOUS = re.compile(r"\b(?:previous|prior|earlier|older|last)\b(?!\s+(?:version|one)\s+(?:and|to))", re.I)
 _WORD = re.compile(r"[A-Za-z0-9]{3,}")
+_SINCE = re.compile(r"\b(?:since|after|from)\b", re.I)
 
 Search = Callable[[str, str, int, Sequence[str]], Awaitable[Sequence[RetrievedChunk]]]
 """``search(tenant, question, top_k, document_ids)``: hybrid retrieval, to find the document asked about."""
@@ -127,8 +128,9 @@ def _name_overlap(question: str, record: DocumentRecord) -> int:
 
 def choose_versions(question: str, published: Sequence[DocumentVersion],
                     pinned: Sequence[int] = ()) -> tuple[DocumentVersion, DocumentVersion]:
-    """(from, to) among the published versions (oldest first): named by number, by month, first/previous;
-    by default the one before the live version and the live version."""
+    """(from, to) among the published versions (oldest first): two named (by number, by month, first) are compared
+    with each other; one named is compared with the version before it ("what changed in version 2"), or with the
+    live one after "since"; by default the version before the live one and the live one."""
     by_number = {v.version: v for v in published}
     live = published[-1]
     wanted: list[DocumentVersion] = [by_number[n] for n in pinned if n in by_number]
@@ -146,9 +148,12 @@ def choose_versions(question: str, published: Sequence[DocumentVersion],
         return distinct[0], distinct[-1]
     if len(distinct) == 1:
         only = distinct[0]
-        if only.version != live.version:
-            return only, live
-        return published[-2], only
+        position = published.index(only)
+        if _SINCE.search(question) and only.version != live.version:
+            return only, live  # "since version 2": from it to now
+        if position == 0:
+            return only, published[1]  # "in the first version": what the next one changed of it
+        return published[position - 1], only  # "in version 2": what version 2 changed
     return published[-2], live
 
 
