@@ -284,3 +284,24 @@ async def test_deleting_a_source_deletes_its_documents_unless_kept(stack) -> Non
     with pytest.raises(NotFound):
         await stack.service.get(TENANT, first)
     await asyncio.sleep(0)
+
+
+async def test_network_sources_reach_only_the_allowed_hosts(stack) -> None:
+    from services.rag.sources.connect import Connectors
+    from services.rag.sources.service import SourceService
+    from services.rag.sources.settings import SourcesSettings
+
+    settings = SourcesSettings(folder_roots=[stack.roots], allowed_hosts=["127.0.0.1", "*.example.org"])
+    connectors = Connectors(settings, stack.box, [stack.roots], stack.roots / "cache")
+    service = SourceService(stack.store, stack.runtime.catalog, stack.box, connectors, settings)
+    from services.rag.sources.service import SourceDraft
+
+    for kind, config in ((SourceKind.IMAP, {"host": "169.254.169.254", "username": "a"}),
+                         (SourceKind.WEBDAV, {"url": "http://metadata.internal/"}),
+                         (SourceKind.GIT, {"url": "https://evil.example.com/x.git"})):
+        with pytest.raises(InvalidArgument) as refused:
+            await service.create(TENANT, SourceDraft(name="n", kind=kind, config=config))
+        assert refused.value.reason == "SOURCE_NOT_ALLOWED", kind
+    allowed = await service.create(TENANT, SourceDraft(name="ok", kind=SourceKind.WEBDAV,
+                                                       config={"url": "https://dav.example.org/files/"}, paused=True))
+    assert allowed.record.config["url"] == "https://dav.example.org/files/"

@@ -3,8 +3,10 @@ folder roots and this replica's cache directory (Git)."""
 
 from __future__ import annotations
 
+import fnmatch
 import pathlib
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 from services.rag.sources.connectors.base import Connector
 from services.rag.sources.connectors.folder import FolderConnector
@@ -25,6 +27,27 @@ class Connectors:
         self.roots = tuple(roots)
         self._cache_dir = cache_dir
 
+    def check_host(self, host: str) -> None:
+        """SOURCE_NOT_ALLOWED unless ``host`` matches ``DOCUTHINKER_RAG_SOURCES_ALLOWED_HOSTS``."""
+        patterns = self._settings.allowed_hosts
+        if not any(fnmatch.fnmatch(host.lower(), pattern.lower()) for pattern in patterns):
+            raise SourceRefused(f"host {host!r} is not one sources may reach here (DOCUTHINKER_RAG_SOURCES_ALLOWED_HOSTS:"
+                                f" {', '.join(patterns) or 'none'})")
+
+    def check_reach(self, kind: SourceKind, config: object) -> None:
+        """The host a network source names must be allowed (folders and file:// are bound by the roots instead)."""
+        if isinstance(config, ImapConfig):
+            self.check_host(config.host)
+        elif isinstance(config, (WebDavConfig, GitConfig)):
+            try:
+                parts = urlsplit(config.url)
+                host = parts.hostname or ""
+            except ValueError as exc:
+                raise SourceRefused(f"URL {config.url!r} cannot be read: {exc}") from exc
+            if isinstance(config, GitConfig) and parts.scheme in ("", "file"):
+                return
+            self.check_host(host)
+
     def open(self, source: SourceRecord) -> Connector:
         try:
             password = self._box.open(source.tenant, source.source_id, source.secret)
@@ -32,6 +55,7 @@ class Connectors:
             raise SourceRefused(f"the stored credential cannot be read ({exc}): set it again",
                                 reason="CREDENTIAL_UNREADABLE") from exc
         config = source.typed_config()
+        self.check_reach(source.kind, config)
         timeout, limit = self._settings.network_timeout_s, self._settings.max_items
         if source.kind is SourceKind.FOLDER:
             assert isinstance(config, FolderConfig)

@@ -91,6 +91,7 @@ class SourceService:
                 allowed_folder(typed.path, self._connectors.roots)
             if isinstance(typed, GitConfig):
                 check_url(typed.url, self._connectors.roots)
+            self._connectors.check_reach(kind, typed)
         except DomainError as exc:
             raise InvalidArgument(exc.message, reason=exc.reason,
                                   violations=[FieldViolation(f"source.{field}", exc.message)]) from exc

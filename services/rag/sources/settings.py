@@ -28,6 +28,10 @@ class SourcesSettings(BaseSettings):
     folder_roots: list[pathlib.Path] = Field(default_factory=list)
     """Folders under which folder sources (and file:// Git repositories) may be; empty: ``<data_dir>/sources``.
     A JSON list, e.g. ``["/srv/shared", "/home/reports"]``."""
+    allowed_hosts: list[str] = Field(default_factory=lambda: ["*"])
+    """Hosts IMAP, WebDAV and Git sources may reach (``fnmatch`` patterns, e.g. ``["*.example.com", "10.0.0.*"]``);
+    others are refused when a source is stored and when it syncs. ``["*"]``: any (narrow it where tenants must not
+    reach internal services through a source)."""
     key_file: pathlib.Path | None = None
     """The master key that seals source credentials (per tenant); unset: ``<data_dir>/auth/sources.key``, made on
     first use. Every replica must read the same key."""
