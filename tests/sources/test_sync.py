@@ -44,6 +44,10 @@ async def test_folder_new_changed_deleted_and_a_bad_file(stack) -> None:
     assert first.record.state is SourceState.OK
     assert (counts.seen, counts.added, counts.failed) == (3, 3, 0)
     assert first.documents == 3 and len(stack.documents()) == 3
+    from prometheus_client import REGISTRY
+
+    assert REGISTRY.get_sample_value("docuthinker_source_syncs_total", {"kind": "folder", "outcome": "ok"}) >= 1
+    assert REGISTRY.get_sample_value("docuthinker_source_items_total", {"kind": "folder", "change": "added"}) >= 3
 
     (folder / "north.md").write_text(note("north", hour=9))
     (folder / "south.md").unlink()

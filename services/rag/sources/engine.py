@@ -152,7 +152,8 @@ class SyncEngine:
             else:
                 setattr(run, outcome, getattr(run, outcome) + 1)
             domain_metrics.SOURCE_ITEMS.labels(source.kind.value, outcome).inc()
-            await asyncio.to_thread(self._store.progress, source.tenant, source.source_id, run.counts())
+            if not await asyncio.to_thread(self._store.progress, source.tenant, source.source_id, run.counts()):
+                raise LeaseLost(source.source_id)  # the source was deleted (or taken over) meanwhile: stop here
         for key, gone in known.items():
             if key in listed:
                 continue
