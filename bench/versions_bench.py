@@ -22,6 +22,7 @@ import datetime as dt
 import json
 import pathlib
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -177,6 +178,7 @@ async def run(rounds: int, out: pathlib.Path) -> dict:
             print(json.dumps({"round": round_no, "document": documents[-1], "folder": folders[-1]}), flush=True)
     finally:
         await runtime.close()
+        shutil.rmtree(root, ignore_errors=True)
 
     def median(rows, *path):
         values = []
