@@ -15,6 +15,7 @@ from docuthinker_cli.client import Gateway, GatewayError
 from docuthinker_cli.exit_codes import ExitCode
 from docuthinker_cli.progress import expand, upload_all
 from docuthinker_cli.runner import Json, Library, Target, run, target_from
+from docuthinker_cli.sources import compare, sources_app, versions
 
 app = typer.Typer(
     name="docuthinker",
@@ -269,6 +270,12 @@ def _add_subcommands() -> None:
 
 
 _add_subcommands()
+
+
+# Sources and document versions live in their own module (docuthinker_cli/sources.py).
+app.add_typer(sources_app, name="sources")
+app.command("versions")(versions)
+app.command("compare")(compare)
 
 
 def main() -> None:

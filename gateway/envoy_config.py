@@ -40,7 +40,7 @@ HEADER_MUTATION = "envoy.filters.http.header_mutation"
 
 # Calls answering with a user's uploaded bytes (HTML, SVG ...) on the web app's origin: a browser
 # opening one directly gets them sandboxed (no scripts, no access to the app's stored token).
-UNTRUSTED_BYTES = frozenset({"GetDocumentContent", "GetDocumentPreview"})
+UNTRUSTED_BYTES = frozenset({"GetDocumentContent", "GetDocumentPreview", "GetDocumentVersionContent"})
 HIDDEN_RESPONSE_HEADERS = ("server", "x-powered-by", "x-envoy-upstream-service-time")
 """Response headers that would name the software behind the gateway (an upstream's aiohttp says its version)."""
 UNTRUSTED_BYTES_HEADERS = {

@@ -164,9 +164,10 @@ def document(descriptor_set: pathlib.Path = DESCRIPTOR_SET, title: str = "DocuTh
             if field.type_name == HTTP_BODY:
                 operation["requestBody"] = {"required": True, "content": {"application/octet-stream": {
                     "schema": {"type": "string", "format": "binary"}}}}
-            else:
-                operation["requestBody"] = {"required": True, "content": {
-                    "application/json": {"schema": types.field_schema(field)}}}
+            else:  # a message field: its own schema inline (strict: no other properties), as for body "*"
+                schema = (types.object_schema(field.type_name) if field.type == F.TYPE_MESSAGE
+                          and field.type_name not in _WELL_KNOWN else types.field_schema(field))
+                operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema}}}
             parameters += _query_parameters(types, message, bound)
         else:
             parameters += _query_parameters(types, message, bound)

@@ -35,7 +35,9 @@ def mesh(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("mesh")
     extra = {"DOCUTHINKER_SHUTDOWN_GRACE_S": "2", "DOCUTHINKER_RAG_GRAPH_POLL_INTERVAL_S": "0.5",
-             "DOCUTHINKER_RAG_GRAPH_BACKOFF_INITIAL_S": "0.5", "DOCUTHINKER_RAG_GRAPH_BACKOFF_MAX_S": "2"}
+             "DOCUTHINKER_RAG_GRAPH_BACKOFF_INITIAL_S": "0.5", "DOCUTHINKER_RAG_GRAPH_BACKOFF_MAX_S": "2",
+             # Sources the tests (or the REST fuzzer) configure reach loopback servers only, never out.
+             "DOCUTHINKER_RAG_SOURCES_ALLOWED_HOSTS": '["127.0.0.1", "localhost"]'}
     with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True, extra_env=extra) as running:
         yield running
 

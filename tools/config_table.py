@@ -26,6 +26,7 @@ MODULES = [
     "services.providers.settings",
     "services.models.settings",
     "services.rag.settings",
+    "services.rag.sources.settings",
     "services.rag.answers.settings",
     "services.rag.graph_sync.settings",
     "services.rag.crew.settings",

@@ -75,7 +75,7 @@ class DocumentCatalog:
             raise InvalidArgument("document_id is required", reason="MISSING_DOCUMENT_ID",
                                   violations=[FieldViolation("document_id", "required")])
         record = await asyncio.to_thread(self._metadata.get_document, tenant, document_id)
-        if record is None:
+        if record is None or record.version_of:  # a staging row is a version of its document, not one itself
             raise _not_found(document_id)
         return record
 
@@ -100,16 +100,24 @@ class DocumentCatalog:
         return record, data
 
     async def delete(self, tenant: str, document_id: str) -> int:
-        """Removes the document from SQLite, the vector log, FAISS and BM25, and its original bytes."""
+        """Removes the document, every version of it (chunks, vectors, sections, staged versions) from SQLite, the
+        vector log, FAISS and BM25, its facts from the graph, and the original bytes of every version."""
         await self.get(tenant, document_id)
         async with self._locks.hold(document_id):
             # Looked up again under the lock: an ingest that held it may have dropped a bad upload.
             record = await self.get(tenant, document_id)
+            shas = await asyncio.to_thread(self._metadata.version_shas, tenant, document_id)
             # Queued before the removal: a crash in between leaves a delete the graph worker re-checks.
             await self._graph.forget(record)
             removed = await asyncio.to_thread(self._index.remove_document, tenant, document_id)
-            await asyncio.to_thread(self._blobs.delete, tenant, record.content_sha256)
+            await asyncio.to_thread(self._drop_blobs, tenant, shas)
             # Rebuild BM25 now rather than later, so the index on disk no longer holds the chunks.
             await asyncio.to_thread(self._index.keyword.refresh, tenant)
         self._on_change(tenant)
         return removed
+
+    def _drop_blobs(self, tenant: str, shas: set[str]) -> None:
+        """The original bytes no document or version of the tenant has any more (another may share them)."""
+        for sha in sorted(shas):
+            if not self._metadata.content_in_use(tenant, sha):
+                self._blobs.delete(tenant, sha)

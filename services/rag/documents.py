@@ -63,6 +63,22 @@ class DocumentRecord:
     chunk_count: int = 0
     graph_sync: GraphSyncState = GraphSyncState.DISABLED
     title: str = ""
+    version: int = 1
+    """The version this row describes: the live one of a document, the one being ingested of a staging row."""
+    key: str = ""
+    """The stable name a client or a source gave the document (its id is derived from it); "" for plain uploads."""
+    version_of: str = ""
+    """A staging row (a new version being ingested beside the live one): the document it will become; "" otherwise."""
+
+    @property
+    def target_id(self) -> str:
+        """The document this row's chunks belong to: itself, or the document a staging row becomes."""
+        return self.version_of or self.document_id
+
+    @property
+    def versioned(self) -> bool:
+        """Its chunk ids name the document and version (not only the bytes): a named document or a later version."""
+        return bool(self.key or self.version_of) or self.version > 1
 
 
 @dataclass(frozen=True)
@@ -113,6 +129,8 @@ class Provenance:
     end_seconds: float = 0.0
     time_starts: tuple[tuple[int, float, float], ...] = ()
     """The section's segments the chunk touches (see ``Section.time_starts``), to time a span inside it."""
+    version: int = 1
+    """The version of the document the chunk is of (answers cite it)."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +158,9 @@ class IngestProgress:
 class IngestOutcome:
     document: DocumentRecord
     duplicate: bool = False
+    chunks_embedded: int = 0
+    """Chunks this ingestion embedded; the rest of the document's chunks reused an earlier version's vectors."""
+    chunks_reused: int = 0
 
 
 IngestEvent = IngestProgress | IngestOutcome
@@ -156,9 +177,33 @@ def document_id_for(tenant: str, content_sha256: str) -> str:
     return hashlib.sha256(f"doc\x1f{tenant}\x1f{content_sha256}".encode()).hexdigest()[:24]
 
 
+def document_id_for_key(tenant: str, key: str) -> str:
+    """A named document's id: every version uploaded under the same name (a source's path) is one document."""
+    return hashlib.sha256(f"key\x1f{tenant}\x1f{key}".encode()).hexdigest()[:24]
+
+
+def staging_id_for(tenant: str, document_id: str, content_sha256: str) -> str:
+    """The staging row of new bytes for a document: a retried upload of the same bytes finds it again."""
+    return hashlib.sha256(f"version\x1f{tenant}\x1f{document_id}\x1f{content_sha256}".encode()).hexdigest()[:24]
+
+
 def chunk_id_for(tenant: str, content_sha256: str, position: int) -> str:
     """Deterministic chunk id: a retried ingest rewrites the same ids instead of adding new ones."""
     return hashlib.sha256(f"chunk\x1f{tenant}\x1f{content_sha256}\x1f{position}".encode()).hexdigest()[:32]
+
+
+def chunk_id_of(record: DocumentRecord, position: int) -> str:
+    """The id of a record's chunk: of its bytes for a plain upload (as ever), of its document and version for a
+    named document or a later version, whose bytes another document or version may share."""
+    if not record.versioned:
+        return chunk_id_for(record.tenant, record.content_sha256, position)
+    raw = f"chunk\x1f{record.tenant}\x1f{record.target_id}\x1f{record.version}\x1f{position}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def text_sha(text: str) -> str:
+    """The content address of a chunk's text: equal texts share a vector across a document's versions."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def vector_key(chunk_id: str) -> int:

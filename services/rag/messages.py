@@ -16,7 +16,7 @@ from services.rag.documents import (
 )
 
 
-def _timestamp(seconds: float) -> timestamp_pb2.Timestamp:
+def timestamp_pb(seconds: float) -> timestamp_pb2.Timestamp:
     stamp = timestamp_pb2.Timestamp()
     stamp.FromNanoseconds(int(seconds * 1e9))
     return stamp
@@ -36,10 +36,12 @@ def document_pb(record: DocumentRecord) -> documents_pb2.Document:
         sheet_names=list(record.sheet_names),
         content_sha256=record.content_sha256,
         chunk_count=record.chunk_count,
-        create_time=_timestamp(record.create_time),
-        update_time=_timestamp(record.update_time),
+        create_time=timestamp_pb(record.create_time),
+        update_time=timestamp_pb(record.update_time),
         graph_sync=int(record.graph_sync),
         title=record.title,
+        version=record.version,
+        document_key=record.key,
     )
 
 
@@ -50,7 +52,8 @@ def progress_pb(progress: IngestProgress) -> documents_pb2.IngestProgress:
 
 
 def result_pb(outcome: IngestOutcome) -> documents_pb2.IngestResult:
-    return documents_pb2.IngestResult(document=document_pb(outcome.document), duplicate=outcome.duplicate)
+    return documents_pb2.IngestResult(document=document_pb(outcome.document), duplicate=outcome.duplicate,
+                                      chunks_embedded=outcome.chunks_embedded, chunks_reused=outcome.chunks_reused)
 
 
 def upload_event_pb(event: IngestEvent, message_type):

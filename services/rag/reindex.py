@@ -101,6 +101,21 @@ def reembed_all(metadata: MetadataStore | PostgresMetadataStore, vectors: Vector
                 vectors_ = np.asarray(embedder.encode([c.text for c in chunks]), dtype=np.float32)
                 vectors.add(tenant, record.document_id, [c.chunk_id for c in chunks], vectors_)
                 total += len(chunks)
+    total += _reembed_archive(metadata, embedder)
     vectors.mark_complete()
     log.info("re-index done", extra={"fields": {"chunks": total}})
+    return total
+
+
+def _reembed_archive(metadata: MetadataStore | PostgresMetadataStore, embedder: TextEmbedder) -> int:
+    """Earlier versions keep their vectors beside their chunks: embedded again too, so a search of an earlier
+    version never mixes two models either."""
+    total = 0
+    for tenant in metadata.archive_tenants():
+        rows = metadata.archived_texts(tenant)
+        for start in range(0, len(rows), 512):
+            batch = rows[start:start + 512]
+            vectors_ = np.asarray(embedder.encode([text for _, text in batch]), dtype=np.float32)
+            metadata.set_archived_vectors(tenant, [chunk_id for chunk_id, _ in batch], vectors_)
+            total += len(batch)
     return total

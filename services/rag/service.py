@@ -32,6 +32,11 @@ from services.rag.sentence_warmup import SentenceWarmer
 from services.rag.servicer import RagServicer
 from services.rag.viewing.span_boxes import span_locator
 from services.rag.settings import RagSettings
+from services.rag.sources.settings import SourcesSettings
+from services.rag.sources.setup import SourcesLink
+from services.rag.versions.catalog import VersionCatalog
+from services.rag.versions.changes import ChangeQuestions
+from services.rag.versions.search import VersionedIndex, VersionedLookup
 from services.rag.speech_setup import build_speech, warm_up
 from services.rag.spoken import SpokenQuestions
 from services.graph.client import GraphClient
@@ -58,6 +63,7 @@ class RagService:
         channels: ChannelPool | None = None,
         router: Router | None = None,
         storage: StorageSettings | None = None,
+        sources: SourcesSettings | None = None,
     ) -> None:
         """Without ``graph_feed`` (or with an explicit ``graph_sync``) no outbox or worker runs.
 
@@ -72,6 +78,8 @@ class RagService:
         self.graph_settings = graph_settings or GraphSyncSettings()
         self.speech = speech or SpeechSettings()
         self.storage = storage or StorageSettings()
+        self.sources_settings = sources or SourcesSettings()
+        self.sources: SourcesLink | None = None
         self.answer_settings = AnswerSettings()
         self.crew_settings = CrewSettings()
         self.analysis_settings = AnalysisSettings()
@@ -107,7 +115,9 @@ class RagService:
                               graph_sync, audio, storage=self.storage)
         )
         sentence_cache = CachedEncoder(model)
-        answers, agents = build_answering(runtime.index, runtime.metadata, model, self.answer_settings,
+        # Retrieval reads live chunks, and an earlier version's when document_ids names one ("<id>@<n>").
+        answers, agents = build_answering(VersionedIndex(runtime.index, runtime.metadata),
+                                          VersionedLookup(runtime.metadata), model, self.answer_settings,
                                           self.router, related_documents=graph_related(GraphClient(self.channels)),
                                           sentence_cache=sentence_cache)
         # The warm-up is background work: it yields to ingestion and to questions being answered.
@@ -122,18 +132,26 @@ class RagService:
         inputs, crew, analysis = build_analysis(runtime.pipeline, runtime.catalog, answers, self.channels,
                                                 self.router, self.providers, self.crew_settings,
                                                 self.analysis_settings)
+        self.sources = await asyncio.to_thread(SourcesLink.open, self.settings.data_dir, self.storage,
+                                               self.sources_settings, runtime.pipeline, runtime.catalog)
+        versions = VersionCatalog(runtime.catalog, runtime.metadata, runtime.blobs)
+        changes = ChangeQuestions(versions, runtime.metadata, search=lambda tenant, question, k, ids:
+                                  answers.retriever.search(tenant, question, k, ids))
         self.servicer = RagServicer(
             self.settings.max_upload_bytes, pipeline=runtime.pipeline, catalog=runtime.catalog,
             answers=answers, agents=agents, spoken=spoken, inputs=inputs, crew=crew, analysis=analysis,
-            locator=span_locator(self.rag))
+            versions=versions, changes=changes, sources=self.sources.service, locator=span_locator(self.rag))
         self.resume_task = asyncio.get_running_loop().create_task(
             runtime.pipeline.sweep_forever(self.rag.sweep_interval_s, enabled=self.rag.resume_on_startup),
             name="ingest-sweep",
         )
         if self.graph is not None:
             await self.graph.start(runtime.metadata, runtime.pipeline.locks)
+        self.sources.start()
 
     async def stop(self) -> None:
+        if self.sources is not None:
+            await self.sources.stop()  # first: a sync uploads through the pipeline
         if self.resume_task is not None:
             self.resume_task.cancel()
             await asyncio.gather(self.resume_task, return_exceptions=True)
@@ -149,6 +167,9 @@ class RagService:
         if self.runtime is not None:
             await self.runtime.close()
             self.runtime = None
+        if self.sources is not None:
+            self.sources.close()
+            self.sources = None
         if self.graph is not None:
             self.graph.close()
             self.graph = None

@@ -21,6 +21,11 @@ from services.rag.catalog import DocumentCatalog
 from services.rag.crew import CrewRunner, DocumentInputs
 from services.rag.spoken import SpokenQuestions
 from services.rag.spoken_rpcs import SpokenRpcs
+from services.rag.sources.rpcs import SourceRpcs
+from services.rag.sources.service import SourceService
+from services.rag.versions.catalog import VersionCatalog
+from services.rag.versions.changes import ChangeQuestions
+from services.rag.versions.rpcs import VersionRpcs
 from services.rag.viewing.rpcs import ViewingRpcs
 from services.rag.viewing.span_boxes import SpanLocator
 from services.rag.documents import IngestOutcome
@@ -30,7 +35,8 @@ from services.runtime.errors import FieldViolation, InvalidArgument
 from services.runtime.request_context import current_tenant
 
 
-class RagServicer(AnswerRpcs, AnalysisRpcs, SpokenRpcs, ViewingRpcs, pb_grpc.RagServiceServicer):
+class RagServicer(VersionRpcs, SourceRpcs, AnswerRpcs, AnalysisRpcs, SpokenRpcs, ViewingRpcs,
+                 pb_grpc.RagServiceServicer):
     """Built once its dependencies exist (``RagService.start``), so every RPC finds them."""
 
     def __init__(
@@ -45,22 +51,28 @@ class RagServicer(AnswerRpcs, AnalysisRpcs, SpokenRpcs, ViewingRpcs, pb_grpc.Rag
         inputs: DocumentInputs,
         crew: CrewRunner,
         analysis: AnalysisPipeline,
+        versions: VersionCatalog,
+        changes: ChangeQuestions,
+        sources: SourceService,
         locator: SpanLocator | None = None,
     ) -> None:
         self._max_upload_bytes = max_upload_bytes
         self.pipeline, self.catalog = pipeline, catalog
+        self.versions, self.changes, self.sources = versions, changes, sources
         self.answers, self.agents, self.spoken = answers, agents, spoken
         self.inputs, self.crew, self.analysis = inputs, crew, analysis
         self.locator = locator or SpanLocator(None)
 
     # -- uploads ---------------------------------------------------------------------
     async def UploadDocument(self, request: pb.UploadDocumentRequest, context) -> AsyncIterator:
-        events = self.pipeline.upload(current_tenant(), request.filename, request.file.content_type, request.file.data)
+        events = self.pipeline.upload(current_tenant(), request.filename, request.file.content_type, request.file.data,
+                                      key=request.document_key)
         async for event in events:
             yield messages.upload_event_pb(event, pb.UploadDocumentResponse)
 
     async def IngestDocument(self, request: pb.IngestDocumentRequest, context) -> pb.IngestDocumentResponse:
-        events = self.pipeline.upload(current_tenant(), request.filename, request.file.content_type, request.file.data)
+        events = self.pipeline.upload(current_tenant(), request.filename, request.file.content_type, request.file.data,
+                                      key=request.document_key)
         async for event in events:
             if isinstance(event, IngestOutcome):
                 return pb.IngestDocumentResponse(result=messages.result_pb(event))
@@ -68,12 +80,14 @@ class RagServicer(AnswerRpcs, AnalysisRpcs, SpokenRpcs, ViewingRpcs, pb_grpc.Rag
 
     async def UploadDocumentBody(self, request_iterator, context) -> AsyncIterator:
         first, content_type, data = await self._gather_upload(request_iterator)
-        async for event in self.pipeline.upload(current_tenant(), first.filename, content_type, data):
+        async for event in self.pipeline.upload(current_tenant(), first.filename, content_type, data,
+                                                key=first.document_key):
             yield messages.upload_event_pb(event, pb.UploadDocumentBodyResponse)
 
     async def IngestDocumentBody(self, request_iterator, context) -> pb.IngestDocumentBodyResponse:
         first, content_type, data = await self._gather_upload(request_iterator)
-        async for event in self.pipeline.upload(current_tenant(), first.filename, content_type, data):
+        async for event in self.pipeline.upload(current_tenant(), first.filename, content_type, data,
+                                                key=first.document_key):
             if isinstance(event, IngestOutcome):
                 return pb.IngestDocumentBodyResponse(result=messages.result_pb(event))
         raise RuntimeError("ingestion ended without an outcome")
@@ -86,7 +100,8 @@ class RagServicer(AnswerRpcs, AnalysisRpcs, SpokenRpcs, ViewingRpcs, pb_grpc.Rag
 
     async def StreamUploadDocument(self, request_iterator, context) -> AsyncIterator:
         header, data = await self._receive(request_iterator)
-        events = self.pipeline.upload(current_tenant(), header.filename, header.content_type, data)
+        events = self.pipeline.upload(current_tenant(), header.filename, header.content_type, data,
+                                      key=header.document_key)
         async for event in events:
             yield messages.upload_event_pb(event, pb.StreamUploadDocumentResponse)
 

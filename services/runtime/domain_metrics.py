@@ -29,6 +29,22 @@ INGEST_STAGE_SECONDS = Histogram(
     ["stage"], buckets=LATENCY_BUCKETS,
 )
 CHUNKS_EMBEDDED = Counter("docuthinker_chunks_embedded_total", "Chunks embedded and indexed.")
+CHUNKS_REUSED = Counter(
+    "docuthinker_chunks_reused_total", "Chunks of a new document version whose vector an earlier version had (copied).",
+)
+# -- sources kept in sync (rag) ----------------------------------------------------------------
+SOURCE_SYNCS = Counter(
+    "docuthinker_source_syncs_total", "Source syncs that ended, by kind and outcome (ok, partial, failed).",
+    ["kind", "outcome"],
+)
+SOURCE_ITEMS = Counter(
+    "docuthinker_source_items_total", "Items of sources handled by syncs, by kind and change "
+    "(new, changed, unchanged, deleted, failed).", ["kind", "change"],
+)
+SOURCE_SYNC_SECONDS = Histogram(
+    "docuthinker_source_sync_duration_seconds", "Duration of one sync of a source, by kind.", ["kind"],
+    buckets=LATENCY_BUCKETS,
+)
 OCR_PAGES = Counter("docuthinker_ocr_pages_total", "Pages read by OCR.")
 # -- graph sync (rag) -------------------------------------------------------------------------
 GRAPH_SYNC = Counter(

@@ -8,11 +8,12 @@ import * as graph from "./graph.js";
 import * as system from "./system.js";
 import * as evals from "./evals.js";
 import * as settings from "./settings.js";
+import * as sources from "./sources.js";
 
-const PAGES = { library, ask, doc: documentPage, graph, system, evals, settings };
+const PAGES = { library, ask, doc: documentPage, graph, system, sources, evals, settings };
 const TITLES = {
-  library: "Library", ask: "Ask", doc: "Document", graph: "Graph", system: "System", evals: "Evaluations",
-  settings: "Settings",
+  library: "Library", ask: "Ask", doc: "Document", graph: "Graph", system: "System", sources: "Sources",
+  evals: "Evaluations", settings: "Settings",
 };
 let cleanup = null;
 let shown = false;

@@ -19,6 +19,7 @@ def provenance_pb(chunk: Chunk) -> documents_pb2.Provenance:
         document_id=p.document_id, filename=p.filename, page=p.page, sheet_name=p.sheet_name,
         row_start=p.row_start, row_end=p.row_end, heading_path=list(p.heading_path),
         char_start=p.char_start, char_end=p.char_end, start_seconds=p.start_seconds, end_seconds=p.end_seconds,
+        version=p.version,
     )
 
 
@@ -43,7 +44,7 @@ def citation_pb(citation: Citation) -> answers_pb2.Citation:
         heading_path=list(p.heading_path), start_seconds=start_s, end_seconds=end_s,
         row_label=citation.row_label, column_header=citation.column_header,
         answer_char_start=max(citation.answer_start, 0), answer_char_end=max(citation.answer_end, 0),
-        short_answer=citation.short_answer, answer_type=citation.answer_type,
+        short_answer=citation.short_answer, answer_type=citation.answer_type, document_version=p.version,
     )
 
 

@@ -42,6 +42,8 @@ from services.rag.documents import (
     IngestStage,
     ParsedDocument,
     document_id_for,
+    document_id_for_key,
+    staging_id_for,
 )
 from services.rag.graph_sync.port import GraphSync
 from services.rag.ingest.embedding import TextEmbedder, embed_in_groups
@@ -54,8 +56,18 @@ from services.rag.ingest.takeover import HeldLease
 from services.rag.locks import KeyedLocks
 from services.rag.store import BlobStore, ChunkIndex
 from services.rag.store.leases import LeaseLost
+from services.rag.versions.indexing import promote, reusable_vectors
+from services.rag.versions.model import TargetBusy
 from services.runtime import domain_metrics
-from services.runtime.errors import Aborted, DomainError, FailedPrecondition, NotFound, Unavailable
+from services.runtime.errors import (
+    Aborted,
+    DomainError,
+    FailedPrecondition,
+    FieldViolation,
+    InvalidArgument,
+    NotFound,
+    Unavailable,
+)
 
 __all__ = ["IngestionPipeline", "PipelineConfig"]
 
@@ -112,11 +124,17 @@ class IngestionPipeline:
         return bool(self._tasks)
 
     # -- entry points ----------------------------------------------------------------
-    async def upload(self, tenant: str, filename: str, content_type: str, data: bytes) -> AsyncIterator[IngestEvent]:
-        """Ingests new bytes; yields progress then exactly one ``IngestOutcome`` (or raises)."""
+    async def upload(self, tenant: str, filename: str, content_type: str, data: bytes,
+                     key: str = "") -> AsyncIterator[IngestEvent]:
+        """Ingests new bytes; yields progress then exactly one ``IngestOutcome`` (or raises). With ``key`` (a
+        stable name: a client's, or a source's path; or the id of an existing document) the bytes become the
+        next version of the document of that name, unless they are its live version already (a duplicate)."""
         upload = validate_upload(filename, content_type, data, self._config.max_upload_bytes)
         job = IngestJob()
-        self._spawn(self._run_upload(tenant, upload, job), job)
+        if key:
+            self._spawn(self._run_named_upload(tenant, upload, check_key(key), job), job)
+        else:
+            self._spawn(self._run_upload(tenant, upload, job), job)
         async for event in job.events():
             yield event
 
@@ -223,6 +241,63 @@ class IngestionPipeline:
         )
         return (record, False) if self._metadata.upsert_document(record) else None
 
+    async def _run_named_upload(self, tenant: str, upload: Upload, key: str, job: IngestJob) -> None:
+        """Bytes for a named document: its first version, a new version staged beside the live one (which stays
+        searchable until the new one is indexed), or a duplicate of its live version."""
+        sha = hashlib.sha256(upload.data).hexdigest()
+        target = await asyncio.to_thread(self._named_target, tenant, key)
+        while True:
+            async with self.locks.hold(target):
+                claimed = await asyncio.to_thread(self._claim_named, tenant, target, key, sha, upload)
+            if claimed is not None:
+                break
+            await asyncio.sleep(self._config.poll_s)  # another replica ingests this document or these bytes
+        kind, record = claimed
+        if kind == "duplicate":
+            domain_metrics.DOCUMENTS_INGESTED.labels("duplicate", record.file_type).inc()
+            job.emit(IngestOutcome(record, duplicate=True))
+            return
+        async with self.locks.hold(record.document_id):
+            try:
+                async with HeldLease(self._metadata, tenant, record.document_id, self._config.heartbeat_s) as lease:
+                    await asyncio.to_thread(self._blobs.put, tenant, sha, upload.data)
+                    await self._ingest(record, upload.data, job, lease, forget_on_bad_input=True)
+            except LeaseLost:
+                job.emit(IngestOutcome(await self._follow(record)))
+
+    def _named_target(self, tenant: str, key: str) -> str:
+        """The document a name stands for: an existing document's own id, else the id derived from the name."""
+        existing = self._metadata.get_document(tenant, key)
+        return key if existing is not None and not existing.version_of else document_id_for_key(tenant, key)
+
+    def _claim_named(self, tenant: str, target: str, key: str, sha: str,
+                     upload: Upload) -> tuple[str, DocumentRecord] | None:
+        """In a worker thread: ("duplicate", the document) for its live bytes; ("new", the claimed record) for
+        a document's first version (or one whose last ingestion failed, taken again in place); ("staged", the
+        claimed staging row) for a new version; None while another replica holds what this needs."""
+        existing = self._metadata.get_document(tenant, target)
+        now = time.time()
+        if existing is not None and existing.status is DocumentStatus.READY:
+            if existing.content_sha256 == sha:
+                return "duplicate", existing
+            staging = DocumentRecord(
+                document_id=staging_id_for(tenant, target, sha), tenant=tenant, filename=upload.filename,
+                file_type=upload.file_type.value, content_type=upload.content_type, content_sha256=sha,
+                size_bytes=len(upload.data), status=DocumentStatus.PENDING, create_time=now, update_time=now,
+                graph_sync=self._initial_graph_state(), version=0, version_of=target)
+            try:
+                claimed = self._metadata.claim_version(staging)
+            except LookupError:
+                return None  # deleted meanwhile: the next look creates it anew
+            return None if claimed is None else ("staged", claimed)
+        record = DocumentRecord(
+            document_id=target, tenant=tenant, filename=upload.filename, file_type=upload.file_type.value,
+            content_type=upload.content_type, content_sha256=sha, size_bytes=len(upload.data),
+            status=DocumentStatus.PENDING, create_time=existing.create_time if existing else now, update_time=now,
+            graph_sync=self._initial_graph_state(), version=existing.version if existing else 1,
+            key=existing.key if existing else (key if target != key else ""))
+        return ("new", record) if self._metadata.upsert_document(record) else None
+
     async def _run_reindex(self, tenant: str, document_id: str, job: IngestJob) -> None:
         async with self.locks.hold(document_id):
             record = await asyncio.to_thread(self._metadata.get_document, tenant, document_id)
@@ -275,6 +350,11 @@ class IngestionPipeline:
         instead when the document was deleted meanwhile or its ingestion failed there."""
         while True:
             current = await asyncio.to_thread(self._metadata.get_document, record.tenant, record.document_id)
+            if current is None and record.version_of:  # a staged version: promoted (or deleted) by the other replica
+                current = await asyncio.to_thread(self._metadata.get_document, record.tenant, record.version_of)
+                if current is not None and current.version >= record.version:
+                    return current
+                raise deleted_during_ingestion(record.version_of)
             if current is None:
                 raise deleted_during_ingestion(record.document_id)
             if current.status is DocumentStatus.FAILED:
@@ -332,16 +412,28 @@ class IngestionPipeline:
                                 f"{len(parsed.sections)} sections, {parsed.char_count} characters"))
         job.emit(IngestProgress(IngestStage.CHUNKED, len(chunks), len(chunks), f"{len(chunks)} chunks"))
         staged: list[str] = []
+        texts = [c.text for c in chunks]
+        reused = 0
         try:
             embedder = self.embedder
             vectors = np.zeros((len(chunks), embedder.dimension), dtype=np.float32)
-            texts = [c.text for c in chunks]
-            async for done in embed_in_groups(embedder, texts, self._config.embed_progress_every, vectors):
+            reused = await self._reuse_vectors(record, texts, vectors)
+            fresh = [i for i, text in enumerate(texts) if not vectors[i].any()]
+            note = f" ({reused} reused from earlier versions)" if reused else ""
+            if reused:
+                job.emit(IngestProgress(IngestStage.EMBEDDED, reused, len(chunks),
+                                        f"embedded {reused} of {len(chunks)}{note}"))
+            computed = np.zeros((len(fresh), embedder.dimension), dtype=np.float32)
+            async for done in embed_in_groups(embedder, [texts[i] for i in fresh], self._config.embed_progress_every,
+                                              computed):
                 lease.check()
-                job.emit(IngestProgress(IngestStage.EMBEDDED, done, len(chunks), f"embedded {done} of {len(chunks)}"))
+                job.emit(IngestProgress(IngestStage.EMBEDDED, reused + done, len(chunks),
+                                        f"embedded {reused + done} of {len(chunks)}{note}"))
+            if fresh:
+                vectors[fresh] = computed
             timings.lap("embed_ms")
             staged = [c.chunk_id for c in chunks]
-            await asyncio.to_thread(self._index_chunks, record, parsed, chunks, vectors)
+            record = await self._publish(record, parsed, chunks, vectors, reused, lease)
             lease.settle()
             timings.lap("index_ms")
         except (asyncio.CancelledError, LeaseLost):
@@ -363,12 +455,12 @@ class IngestionPipeline:
         final = await asyncio.to_thread(self._metadata.get_document, record.tenant, record.document_id)
         timings.lap("graph_ms")
         domain_metrics.DOCUMENTS_INGESTED.labels("ready", record.file_type).inc()
-        domain_metrics.CHUNKS_EMBEDDED.inc(len(chunks))
+        domain_metrics.CHUNKS_EMBEDDED.inc(len(chunks) - reused)
         log.info("document ingested", extra={"fields": {
             "document_id": record.document_id, "tenant": record.tenant, "file_type": record.file_type,
             "size_bytes": record.size_bytes, "sections": len(parsed.sections), "chunks": len(chunks),
-            **timings.stages}})
-        job.emit(IngestOutcome(final or record))
+            "version": record.version, "chunks_reused": reused, **timings.stages}})
+        job.emit(IngestOutcome(final or record, chunks_embedded=len(chunks) - reused, chunks_reused=reused))
 
     async def _sync_graph(self, record: DocumentRecord, parsed: ParsedDocument, job: IngestJob) -> None:
         if not self._graph_sync.enabled:
@@ -405,12 +497,44 @@ class IngestionPipeline:
         self._claim_status(record, DocumentStatus.EMBEDDING)
         return chunks
 
-    def _index_chunks(self, record: DocumentRecord, parsed: ParsedDocument, chunks: list[Chunk],
-                      vectors: np.ndarray) -> None:
-        """In a worker thread: INDEXING, the vectors staged (invisible), then the publication (READY)."""
+    async def _reuse_vectors(self, record: DocumentRecord, texts: list[str], vectors: np.ndarray) -> int:
+        """Fills the rows of ``vectors`` whose text a chunk of an earlier version had; returns how many."""
+        if not record.version_of:
+            return 0
+        known = await asyncio.to_thread(reusable_vectors, self._index, record.tenant, record.version_of, texts)
+        reused = 0
+        for i, text in enumerate(texts):
+            vector = known.get(text)
+            if vector is not None and vector.shape == vectors[i].shape and vector.any():
+                vectors[i] = vector
+                reused += 1
+        domain_metrics.CHUNKS_REUSED.inc(reused)
+        return reused
+
+    async def _publish(self, record: DocumentRecord, parsed: ParsedDocument, chunks: list[Chunk],
+                       vectors: np.ndarray, reused: int, lease: HeldLease) -> DocumentRecord:
+        """INDEXING, the vectors staged (invisible), then the publication (READY); a staged version is promoted
+        instead, once nothing else holds its document. Returns the published document."""
+        await asyncio.to_thread(self._index_chunks, record, chunks, vectors)
+        if not record.version_of:
+            await asyncio.to_thread(self._index.publish, record, parsed.sections, chunks,
+                                    self._initial_graph_state())
+            return record
+        while True:
+            lease.check()
+            try:
+                async with self.locks.hold(record.version_of):
+                    return await asyncio.to_thread(promote, self._index, record, parsed.sections, chunks, vectors,
+                                                   self._initial_graph_state(), reused)
+            except TargetBusy:
+                await asyncio.sleep(self._config.poll_s)  # the document is being re-indexed: wait for it
+            except LookupError as gone:
+                raise deleted_during_ingestion(record.version_of) from gone
+
+    def _index_chunks(self, record: DocumentRecord, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        """In a worker thread: INDEXING, then the vectors staged (invisible until the publication)."""
         self._claim_status(record, DocumentStatus.INDEXING)
-        self._index.stage_vectors(record.tenant, record.document_id, chunks, vectors)
-        self._index.publish(record, parsed.sections, chunks, self._initial_graph_state())
+        self._index.stage_vectors(record.tenant, record.target_id, chunks, vectors)
 
     async def _still_held(self, record: DocumentRecord) -> bool:
         """Whether this replica still holds the lease, before it undoes a failed attempt's writes (which are
@@ -426,6 +550,20 @@ class IngestionPipeline:
                 "document_id": record.document_id}})
 
     def _forget(self, record: DocumentRecord) -> None:
-        """Bad input: remove every trace (record, chunks, vectors, original bytes)."""
+        """Bad input: remove every trace (record, chunks, vectors, original bytes, unless another document or
+        version has the same bytes)."""
         self._index.remove_document(record.tenant, record.document_id)
-        self._blobs.delete(record.tenant, record.content_sha256)
+        if not self._metadata.content_in_use(record.tenant, record.content_sha256):
+            self._blobs.delete(record.tenant, record.content_sha256)
+
+
+MAX_KEY_CHARS = 1024
+
+
+def check_key(key: str) -> str:
+    """A document name: at most ``MAX_KEY_CHARS`` characters, no control characters (INVALID_ARGUMENT)."""
+    if len(key) > MAX_KEY_CHARS or any(ord(ch) < 32 or ord(ch) == 127 for ch in key) or not key.strip():
+        raise InvalidArgument(f"document_key must be 1 to {MAX_KEY_CHARS} printable characters",
+                              reason="INVALID_DOCUMENT_KEY",
+                              violations=[FieldViolation("document_key", "printable, at most 1024 characters")])
+    return key

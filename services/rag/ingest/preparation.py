@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from services.rag.documents import Chunk, DocumentRecord, ParsedDocument, Provenance, chunk_id_for
+from services.rag.documents import Chunk, DocumentRecord, ParsedDocument, Provenance, chunk_id_of
 from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
 from services.rag.ingest.formats import FileType, corrupt
 from services.rag.ingest.ocr import OcrProgress, PageReader
@@ -105,16 +105,16 @@ def chunk_document(config: PipelineConfig, record: DocumentRecord, parsed: Parse
         section = parsed.sections[span.section_index]
         start_s, end_s = time_range(section.time_starts, span.start, span.end)
         chunks.append(Chunk(
-            chunk_id=chunk_id_for(record.tenant, record.content_sha256, ordinal),
+            chunk_id=chunk_id_of(record, ordinal),
             tenant=record.tenant,
             ordinal=ordinal,
             text=section.text[span.start:span.end],
             provenance=Provenance(
-                document_id=record.document_id, filename=record.filename, page=section.page,
+                document_id=record.target_id, filename=record.filename, page=section.page,
                 sheet_name=section.sheet_name, row_start=span.row_start, row_end=span.row_end,
                 heading_path=section.heading_path, char_start=span.start, char_end=span.end,
                 section_index=span.section_index, start_seconds=start_s, end_seconds=end_s,
-                time_starts=touched(section.time_starts, span.start, span.end),
+                time_starts=touched(section.time_starts, span.start, span.end), version=record.version,
             ),
         ))
     return chunks

@@ -25,26 +25,31 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 
-from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Section, vector_key
+from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Section
 from services.storage.replica import replica_id
 from services.rag.store import timecodes
 from services.rag.store.leases import LeaseLost
 from services.rag.store.sqlite_leases import CLAIMABLE, SqliteLeases
+from services.rag.store.sqlite_versions import SqliteVersions, add_columns
 from services.rag.store.rows import (
     CHUNK_COLUMNS,
+    CHUNK_INSERT_COLUMNS,
     DOC_COLUMNS,
+    DOC_VALUES,
     KEYWORD_COLUMNS,
     READY,
     RECOUNT_TENANT_CHUNKS,
     SCHEMA,
     chunk_from_row,
+    chunk_values,
     column_updates,
+    document_values,
     keyword_text,
     placeholders,
     record_from_row,
 )
 
-class MetadataStore(SqliteLeases):
+class MetadataStore(SqliteLeases, SqliteVersions):
     """Thread-safe: one connection, one lock; callers on the event loop use ``asyncio.to_thread``."""
 
     def __init__(self, path: pathlib.Path, *, owner: str | None = None, lease_s: float = 30.0) -> None:
@@ -68,6 +73,7 @@ class MetadataStore(SqliteLeases):
                 self._conn.execute("ALTER TABLE documents ADD COLUMN lease_until REAL")
             if "parse_attempts" not in columns:  # a database from before parse attempts were counted
                 self._conn.execute("ALTER TABLE documents ADD COLUMN parse_attempts INTEGER NOT NULL DEFAULT 0")
+            add_columns(self._conn)  # and from before versions
         with self._tx() as db:
             for statement in RECOUNT_TENANT_CHUNKS:
                 db.execute(statement)
@@ -86,19 +92,16 @@ class MetadataStore(SqliteLeases):
         now = time.time()
         with self._tx() as db:
             return db.execute(
-                f"INSERT INTO documents ({DOC_COLUMNS}, claimed_by, lease_until) VALUES ({placeholders(18)}) "
+                f"INSERT INTO documents ({DOC_COLUMNS}, claimed_by, lease_until) "
+                f"VALUES ({placeholders(DOC_VALUES + 2)}) "
                 "ON CONFLICT(document_id) DO UPDATE SET filename=excluded.filename, file_type=excluded.file_type, "
                 "content_type=excluded.content_type, status=excluded.status, error_message='', "
+                "content_sha256=excluded.content_sha256, size_bytes=excluded.size_bytes, version=excluded.version, "
+                "doc_key=excluded.doc_key, "
                 "update_time=excluded.update_time, claimed_by=excluded.claimed_by, lease_until=excluded.lease_until, "
                 "parse_attempts=0 "
                 f"WHERE documents.status <> ? AND {CLAIMABLE}",
-                (
-                    record.document_id, record.tenant, record.filename, record.file_type, record.content_type,
-                    record.content_sha256, record.size_bytes, int(record.status), record.error_message,
-                    record.page_count, json.dumps(list(record.sheet_names)), record.chunk_count,
-                    int(record.graph_sync), record.title, record.create_time, record.update_time,
-                    self.owner, now + self.lease_s, READY, self.owner, now,
-                ),
+                (*document_values(record), self.owner, now + self.lease_s, READY, self.owner, now),
             ).rowcount == 1
 
     def update_document(self, document_id: str, **fields) -> None:
@@ -122,8 +125,9 @@ class MetadataStore(SqliteLeases):
     def list_documents(
         self, tenant: str, limit: int, after: tuple[float, str] | None = None
     ) -> list[DocumentRecord]:
-        """Newest first; ``after`` is the (create_time, document_id) of the last row already seen."""
-        sql = f"SELECT {DOC_COLUMNS} FROM documents WHERE tenant=?"
+        """Newest first; ``after`` is the (create_time, document_id) of the last row already seen. Staging rows
+        (versions being ingested) are not documents of their own: left out."""
+        sql = f"SELECT {DOC_COLUMNS} FROM documents WHERE tenant=? AND version_of=''"
         args: list = [tenant]
         if after is not None:
             sql += " AND (create_time < ? OR (create_time = ? AND document_id < ?))"
@@ -135,7 +139,8 @@ class MetadataStore(SqliteLeases):
 
     def count_documents(self, tenant: str) -> int:
         with self._lock:
-            return self._conn.execute("SELECT COUNT(*) FROM documents WHERE tenant=?", (tenant,)).fetchone()[0]
+            return self._conn.execute("SELECT COUNT(*) FROM documents WHERE tenant=? AND version_of=''",
+                                      (tenant,)).fetchone()[0]
 
     def count_chunks(self, tenant: str) -> int:
         """Chunks of the tenant's indexed documents (the per-tenant chunk quota counts these)."""
@@ -169,8 +174,10 @@ class MetadataStore(SqliteLeases):
         return True
 
     def delete_document(self, tenant: str, document_id: str) -> list[str]:
-        """Removes the document, its sections and chunk rows in one transaction; returns chunk ids."""
+        """Removes the document, its sections and chunk rows, and every earlier version (their chunks, vectors
+        and sections) and staged one, in one transaction; returns the live chunk ids."""
         with self._tx() as db:
+            self.delete_versions(db, tenant, document_id)
             ids = [r[0] for r in db.execute(
                 "SELECT chunk_id FROM chunks WHERE +tenant=? AND document_id=?", (tenant, document_id))]
             db.execute("DELETE FROM chunks WHERE +tenant=? AND document_id=?", (tenant, document_id))
@@ -210,17 +217,10 @@ class MetadataStore(SqliteLeases):
                     for i, s in enumerate(sections)
                 ],
             )
-            db.executemany(
-                "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (c.chunk_id, vector_key(c.chunk_id), c.tenant, c.document_id, c.ordinal,
-                     c.provenance.section_index, c.text, c.provenance.filename, c.provenance.page,
-                     c.provenance.sheet_name, c.provenance.row_start, c.provenance.row_end,
-                     json.dumps(list(c.provenance.heading_path)), c.provenance.char_start, c.provenance.char_end)
-                    for c in chunks
-                ],
-            )
+            db.executemany(f"INSERT INTO chunks ({CHUNK_INSERT_COLUMNS}) VALUES ({placeholders(16)})",
+                           [chunk_values(c) for c in chunks])
             timecodes.write(db, record.document_id, chunks)
+            self.write_version_row(db, record, len(chunks))
             db.execute(
                 "UPDATE documents SET status=?, error_message='', chunk_count=?, page_count=?, sheet_names=?, "
                 "title=?, graph_sync=?, update_time=?, claimed_by=NULL, lease_until=NULL WHERE document_id=?",

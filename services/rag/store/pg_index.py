@@ -121,6 +121,15 @@ class PostgresVectors:
         with self._db.connection() as conn:
             conn.execute("DELETE FROM rag_vectors WHERE tenant=%s AND chunk_id = ANY(%s)", (tenant, list(chunk_ids)))
 
+    def vectors_of(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these chunks in this collection (ids without one are absent)."""
+        if not chunk_ids:
+            return {}
+        with self._db.connection() as conn:
+            rows = conn.execute("SELECT chunk_id, embedding FROM rag_vectors WHERE collection=%s AND tenant=%s "
+                                "AND chunk_id = ANY(%s)", (self.collection, tenant, list(chunk_ids))).fetchall()
+        return {r["chunk_id"]: _array(r["embedding"]) for r in rows}
+
     def stored_ids(self, tenant: str, document_id: str | None = None) -> list[str]:
         query = "SELECT chunk_id FROM rag_vectors WHERE collection=%s AND tenant=%s"
         args: list = [self.collection, tenant]
@@ -164,6 +173,11 @@ class PostgresVectors:
                 sql.Literal(max(self._ef_search, 2 * k))))
             rows = conn.execute(statement, args).fetchall()
         return [(r["chunk_id"], float(r["score"])) for r in rows]
+
+
+def _array(value) -> np.ndarray:
+    """An untyped ``vector`` column comes back as pgvector's ``Vector``, not as an array."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
 
 
 class FullTextKeywords:

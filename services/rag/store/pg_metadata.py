@@ -17,14 +17,21 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 
-from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Section, vector_key
+from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Section
 from services.rag.store.leases import LeaseLost
+from services.rag.store.pg_versions import PostgresVersions
+from services.rag.store.rows import CHUNK_COLUMNS as CHUNK_ROW
 from services.rag.store.rows import (
+    CHUNK_INSERT_COLUMNS,
+    DOC_COLUMNS,
+    DOC_VALUES,
     KEYWORD_COLUMNS,
     READY,
     TERMINAL,
     chunk_from_row,
+    chunk_values,
     column_updates,
+    document_values,
     keyword_text,
     record_from_row,
 )
@@ -32,14 +39,8 @@ from services.rag.store.timecodes import timed
 from services.storage.postgres import Postgres
 from services.storage.replica import replica_id
 
-DOC_COLUMNS = (
-    "document_id, tenant, filename, file_type, content_type, content_sha256, size_bytes, status, error_message, "
-    "page_count, sheet_names, chunk_count, graph_sync, title, create_time, update_time"
-)
 CHUNK_COLUMNS = (
-    "c.chunk_id, c.tenant, c.document_id, c.ordinal, c.section_index, c.text, c.filename, c.page, c.sheet_name, "
-    "c.row_start, c.row_end, c.heading_path, c.char_start, c.char_end, "
-    "t.start_seconds AS t_start_seconds, t.end_seconds AS t_end_seconds, t.time_starts AS t_time_starts"
+    f"{CHUNK_ROW}, t.start_seconds AS t_start_seconds, t.end_seconds AS t_end_seconds, t.time_starts AS t_time_starts"
 )
 CHUNKS_READY = (
     "rag_chunks c JOIN rag_documents d ON d.tenant = c.tenant AND d.document_id = c.document_id "
@@ -51,7 +52,7 @@ CLAIMABLE = f"(d.claimed_by IS NULL OR d.claimed_by = %s OR d.lease_until < {NOW
 """Nobody else holds a live lease on document ``d`` (parameter: this store's owner)."""
 
 
-class PostgresMetadataStore:
+class PostgresMetadataStore(PostgresVersions):
     """Thread-safe (a connection pool); blocking calls: the event loop uses ``asyncio.to_thread``."""
 
     def __init__(self, db: Postgres, *, owner: str | None = None, lease_s: float = 30.0) -> None:
@@ -71,18 +72,14 @@ class PostgresMetadataStore:
         with self._db.connection() as conn:
             return conn.execute(
                 f"INSERT INTO rag_documents AS d ({DOC_COLUMNS}, claimed_by, lease_until) "
-                f"VALUES ({', '.join(['%s'] * 17)}, {NOW} + %s) "
+                f"VALUES ({', '.join(['%s'] * (DOC_VALUES + 1))}, {NOW} + %s) "
                 "ON CONFLICT (tenant, document_id) DO UPDATE SET filename=excluded.filename, "
                 "file_type=excluded.file_type, content_type=excluded.content_type, status=excluded.status, "
+                "content_sha256=excluded.content_sha256, size_bytes=excluded.size_bytes, version=excluded.version, "
+                "doc_key=excluded.doc_key, "
                 "error_message='', update_time=excluded.update_time, claimed_by=excluded.claimed_by, "
                 f"lease_until=excluded.lease_until, parse_attempts=0 WHERE d.status <> %s AND {CLAIMABLE}",
-                (
-                    record.document_id, record.tenant, record.filename, record.file_type, record.content_type,
-                    record.content_sha256, record.size_bytes, int(record.status), record.error_message,
-                    record.page_count, json.dumps(list(record.sheet_names)), record.chunk_count,
-                    int(record.graph_sync), record.title, record.create_time, record.update_time,
-                    self.owner, self.lease_s, READY, self.owner,
-                ),
+                (*document_values(record), self.owner, self.lease_s, READY, self.owner),
             ).rowcount == 1
 
     def update_document(self, document_id: str, **fields) -> None:
@@ -109,8 +106,9 @@ class PostgresMetadataStore:
     def list_documents(
         self, tenant: str, limit: int, after: tuple[float, str] | None = None
     ) -> list[DocumentRecord]:
-        """Newest first; ``after`` is the (create_time, document_id) of the last row already seen."""
-        sql = f"SELECT {DOC_COLUMNS} FROM rag_documents WHERE tenant=%s"
+        """Newest first; ``after`` is the (create_time, document_id) of the last row already seen (staging rows
+        of versions being ingested left out)."""
+        sql = f"SELECT {DOC_COLUMNS} FROM rag_documents WHERE tenant=%s AND version_of=''"
         args: list = [tenant]
         if after is not None:
             sql += " AND (create_time, document_id) < (%s, %s)"
@@ -122,7 +120,8 @@ class PostgresMetadataStore:
 
     def count_documents(self, tenant: str) -> int:
         with self._db.connection() as conn:
-            return conn.execute("SELECT COUNT(*) AS n FROM rag_documents WHERE tenant=%s", (tenant,)).fetchone()["n"]
+            return conn.execute("SELECT COUNT(*) AS n FROM rag_documents WHERE tenant=%s AND version_of=''",
+                                (tenant,)).fetchone()["n"]
 
     def count_chunks(self, tenant: str) -> int:
         """Chunks of the tenant's documents (the per-tenant chunk quota counts these)."""
@@ -221,6 +220,7 @@ class PostgresMetadataStore:
         """Removes the document, its sections, chunk rows and vectors in one transaction; returns chunk ids."""
         with self._db.connection() as conn:
             ids = _clear(conn, tenant, document_id)
+            self.delete_versions(conn, tenant, document_id)
             conn.execute("DELETE FROM rag_vectors WHERE tenant=%s AND document_id=%s", (tenant, document_id))
             gone = conn.execute("DELETE FROM rag_documents WHERE tenant=%s AND document_id=%s", (tenant, document_id))
             if ids or gone.rowcount:
@@ -253,14 +253,8 @@ class PostgresMetadataStore:
                       json.dumps([list(r) for r in s.row_starts]), s.text) for i, s in enumerate(sections)],
                 )
                 cur.executemany(
-                    "INSERT INTO rag_chunks (tenant, chunk_id, vector_key, document_id, ordinal, section_index, text, "
-                    "filename, page, sheet_name, row_start, row_end, heading_path, char_start, char_end) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [(c.tenant, c.chunk_id, vector_key(c.chunk_id), document_id, c.ordinal,
-                      c.provenance.section_index, c.text, c.provenance.filename, c.provenance.page,
-                      c.provenance.sheet_name, c.provenance.row_start, c.provenance.row_end,
-                      json.dumps(list(c.provenance.heading_path)), c.provenance.char_start, c.provenance.char_end)
-                     for c in chunks],
+                    f"INSERT INTO rag_chunks ({CHUNK_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 16)})",
+                    [chunk_values(c, document_id) for c in chunks],
                 )
                 cur.executemany(
                     "INSERT INTO rag_chunk_times (tenant, chunk_id, document_id, start_seconds, end_seconds, "
@@ -276,6 +270,7 @@ class PostgresMetadataStore:
                 (READY, len(chunks), record.page_count, json.dumps(list(record.sheet_names)), record.title,
                  int(graph_sync), time.time(), tenant, document_id),
             )
+            self.write_version_row(conn, record, len(chunks))
             vanished = sorted(old - {c.chunk_id for c in chunks})
             _delete_vectors(conn, tenant, vanished)
             _bump(conn, tenant)

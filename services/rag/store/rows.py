@@ -8,7 +8,7 @@ import sqlite3
 import time
 from collections.abc import Mapping
 
-from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Provenance
+from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Provenance, vector_key
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -96,12 +96,24 @@ RECOUNT_TENANT_CHUNKS = (
 
 DOC_COLUMNS = (
     "document_id, tenant, filename, file_type, content_type, content_sha256, size_bytes, status, error_message, "
-    "page_count, sheet_names, chunk_count, graph_sync, title, create_time, update_time"
+    "page_count, sheet_names, chunk_count, graph_sync, title, create_time, update_time, version, doc_key, version_of"
 )
+DOC_VALUES = 19
+"""How many columns ``DOC_COLUMNS`` names (``document_values`` gives them in order)."""
 CHUNK_COLUMNS = (
     "c.chunk_id, c.tenant, c.document_id, c.ordinal, c.section_index, c.text, c.filename, c.page, c.sheet_name, "
-    "c.row_start, c.row_end, c.heading_path, c.char_start, c.char_end"
+    "c.row_start, c.row_end, c.heading_path, c.char_start, c.char_end, c.version"
 )
+CHUNK_INSERT_COLUMNS = (
+    "chunk_id, vector_key, tenant, document_id, ordinal, section_index, text, filename, page, sheet_name, row_start, "
+    "row_end, heading_path, char_start, char_end, version"
+)
+"""The columns ``chunk_values`` gives, in order (both stores)."""
+VERSION_COLUMNS = (
+    "document_id, version, tenant, filename, file_type, content_type, content_sha256, size_bytes, page_count, "
+    "sheet_names, title, chunk_count, chunks_embedded, chunks_reused, create_time, superseded_time"
+)
+"""The columns of a ``document_versions`` row: one per published version of a document."""
 READY = int(DocumentStatus.READY)
 FAILED = int(DocumentStatus.FAILED)
 TERMINAL = (READY, FAILED)
@@ -127,7 +139,28 @@ def record_from_row(row: sqlite3.Row) -> DocumentRecord:
         title=row["title"],
         create_time=row["create_time"],
         update_time=row["update_time"],
+        version=row["version"],
+        key=row["doc_key"],
+        version_of=row["version_of"],
     )
+
+
+def document_values(record: DocumentRecord) -> tuple:
+    """The record's values in ``DOC_COLUMNS`` order."""
+    return (
+        record.document_id, record.tenant, record.filename, record.file_type, record.content_type,
+        record.content_sha256, record.size_bytes, int(record.status), record.error_message, record.page_count,
+        json.dumps(list(record.sheet_names)), record.chunk_count, int(record.graph_sync), record.title,
+        record.create_time, record.update_time, record.version, record.key, record.version_of,
+    )
+
+
+def chunk_values(chunk: Chunk, document_id: str | None = None) -> tuple:
+    """A chunk row's values in ``CHUNK_INSERT_COLUMNS`` order."""
+    p = chunk.provenance
+    return (chunk.chunk_id, vector_key(chunk.chunk_id), chunk.tenant, document_id or p.document_id, chunk.ordinal,
+            p.section_index, chunk.text, p.filename, p.page, p.sheet_name, p.row_start, p.row_end,
+            json.dumps(list(p.heading_path)), p.char_start, p.char_end, p.version)
 
 
 def chunk_from_row(row: sqlite3.Row) -> Chunk:
@@ -147,6 +180,7 @@ def chunk_from_row(row: sqlite3.Row) -> Chunk:
             char_start=row["char_start"],
             char_end=row["char_end"],
             section_index=row["section_index"],
+            version=row["version"],
         ),
     )
 

@@ -242,6 +242,14 @@ class VectorStore:
         with self._lock:
             return self._index(tenant).kind
 
+    def vectors_of(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these chunks (ids without one are absent), read from the log."""
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for ids, matrix in self._log.vectors(list(chunk_ids)):
+                found.update(zip(ids, matrix, strict=True))
+        return found
+
     def stored_ids(self, tenant: str, document_id: str | None = None) -> list[str]:
         """Chunk ids held durably for this tenant (and document)."""
         with self._lock:

@@ -36,7 +36,7 @@ class ScoredChunk(_message.Message):
     def __init__(self, chunk_id: _Optional[str] = ..., text: _Optional[str] = ..., score: _Optional[float] = ..., provenance: _Optional[_Union[_documents_pb2.Provenance, _Mapping]] = ..., dense_score: _Optional[float] = ..., keyword_score: _Optional[float] = ...) -> None: ...
 
 class Citation(_message.Message):
-    __slots__ = ("marker", "document_id", "filename", "page", "sheet_name", "row_start", "row_end", "char_start", "char_end", "excerpt", "chunk_id", "score", "heading_path", "row_label", "column_header", "answer_char_start", "answer_char_end", "short_answer", "answer_type", "start_seconds", "end_seconds")
+    __slots__ = ("marker", "document_id", "filename", "page", "sheet_name", "row_start", "row_end", "char_start", "char_end", "excerpt", "chunk_id", "score", "heading_path", "row_label", "column_header", "answer_char_start", "answer_char_end", "short_answer", "answer_type", "start_seconds", "end_seconds", "document_version")
     MARKER_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
@@ -58,6 +58,7 @@ class Citation(_message.Message):
     ANSWER_TYPE_FIELD_NUMBER: _ClassVar[int]
     START_SECONDS_FIELD_NUMBER: _ClassVar[int]
     END_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_VERSION_FIELD_NUMBER: _ClassVar[int]
     marker: int
     document_id: str
     filename: str
@@ -79,7 +80,8 @@ class Citation(_message.Message):
     answer_type: str
     start_seconds: float
     end_seconds: float
-    def __init__(self, marker: _Optional[int] = ..., document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., sheet_name: _Optional[str] = ..., row_start: _Optional[int] = ..., row_end: _Optional[int] = ..., char_start: _Optional[int] = ..., char_end: _Optional[int] = ..., excerpt: _Optional[str] = ..., chunk_id: _Optional[str] = ..., score: _Optional[float] = ..., heading_path: _Optional[_Iterable[str]] = ..., row_label: _Optional[str] = ..., column_header: _Optional[str] = ..., answer_char_start: _Optional[int] = ..., answer_char_end: _Optional[int] = ..., short_answer: _Optional[str] = ..., answer_type: _Optional[str] = ..., start_seconds: _Optional[float] = ..., end_seconds: _Optional[float] = ...) -> None: ...
+    document_version: int
+    def __init__(self, marker: _Optional[int] = ..., document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., sheet_name: _Optional[str] = ..., row_start: _Optional[int] = ..., row_end: _Optional[int] = ..., char_start: _Optional[int] = ..., char_end: _Optional[int] = ..., excerpt: _Optional[str] = ..., chunk_id: _Optional[str] = ..., score: _Optional[float] = ..., heading_path: _Optional[_Iterable[str]] = ..., row_label: _Optional[str] = ..., column_header: _Optional[str] = ..., answer_char_start: _Optional[int] = ..., answer_char_end: _Optional[int] = ..., short_answer: _Optional[str] = ..., answer_type: _Optional[str] = ..., start_seconds: _Optional[float] = ..., end_seconds: _Optional[float] = ..., document_version: _Optional[int] = ...) -> None: ...
 
 class Engine(_message.Message):
     __slots__ = ("provider", "model")

@@ -25,25 +25,25 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"docuthinker/rag/v1/documents.proto\x12\x12\x64ocuthinker.rag.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc9\x03\n\x08\x44ocument\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x0e\n\x06tenant\x18\x02 \x01(\t\x12\x10\n\x08\x66ilename\x18\x03 \x01(\t\x12\x11\n\tfile_type\x18\x04 \x01(\t\x12\x14\n\x0c\x63ontent_type\x18\x05 \x01(\t\x12\x32\n\x06status\x18\x06 \x01(\x0e\x32\".docuthinker.rag.v1.DocumentStatus\x12\x15\n\rerror_message\x18\x07 \x01(\t\x12\x12\n\nsize_bytes\x18\x08 \x01(\x03\x12\x12\n\npage_count\x18\t \x01(\x05\x12\x13\n\x0bsheet_names\x18\n \x03(\t\x12\x16\n\x0e\x63ontent_sha256\x18\x0b \x01(\t\x12\x13\n\x0b\x63hunk_count\x18\x0c \x01(\x05\x12/\n\x0b\x63reate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x37\n\ngraph_sync\x18\x0f \x01(\x0e\x32#.docuthinker.rag.v1.GraphSyncStatus\x12\r\n\x05title\x18\x10 \x01(\t\"\xe1\x01\n\nProvenance\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\x12\x0c\n\x04page\x18\x03 \x01(\x05\x12\x12\n\nsheet_name\x18\x04 \x01(\t\x12\x11\n\trow_start\x18\x05 \x01(\x05\x12\x0f\n\x07row_end\x18\x06 \x01(\x05\x12\x14\n\x0cheading_path\x18\x07 \x03(\t\x12\x12\n\nchar_start\x18\x08 \x01(\x05\x12\x10\n\x08\x63har_end\x18\t \x01(\x05\x12\x15\n\rstart_seconds\x18\x14 \x01(\x01\x12\x13\n\x0b\x65nd_seconds\x18\x15 \x01(\x01\"n\n\x0eIngestProgress\x12.\n\x05stage\x18\x01 \x01(\x0e\x32\x1f.docuthinker.rag.v1.IngestStage\x12\x0c\n\x04\x64one\x18\x02 \x01(\x03\x12\r\n\x05total\x18\x03 \x01(\x03\x12\x0f\n\x07message\x18\x04 \x01(\t\"Q\n\x0cIngestResult\x12.\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x1c.docuthinker.rag.v1.Document\x12\x11\n\tduplicate\x18\x02 \x01(\x08*\xfd\x01\n\x0e\x44ocumentStatus\x12\x1f\n\x1b\x44OCUMENT_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x44OCUMENT_STATUS_PENDING\x10\x01\x12\x1b\n\x17\x44OCUMENT_STATUS_PARSING\x10\x02\x12\x1c\n\x18\x44OCUMENT_STATUS_CHUNKING\x10\x03\x12\x1d\n\x19\x44OCUMENT_STATUS_EMBEDDING\x10\x04\x12\x1c\n\x18\x44OCUMENT_STATUS_INDEXING\x10\x05\x12\x19\n\x15\x44OCUMENT_STATUS_READY\x10\x06\x12\x1a\n\x16\x44OCUMENT_STATUS_FAILED\x10\x07*\x91\x01\n\x0fGraphSyncStatus\x12!\n\x1dGRAPH_SYNC_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n\x19GRAPH_SYNC_STATUS_PENDING\x10\x01\x12\x1c\n\x18GRAPH_SYNC_STATUS_SYNCED\x10\x02\x12\x1e\n\x1aGRAPH_SYNC_STATUS_DISABLED\x10\x03*\x81\x02\n\x0bIngestStage\x12\x1c\n\x18INGEST_STAGE_UNSPECIFIED\x10\x00\x12\x19\n\x15INGEST_STAGE_RECEIVED\x10\x01\x12\x17\n\x13INGEST_STAGE_PARSED\x10\x02\x12\x18\n\x14INGEST_STAGE_CHUNKED\x10\x03\x12\x19\n\x15INGEST_STAGE_EMBEDDED\x10\x04\x12\x18\n\x14INGEST_STAGE_INDEXED\x10\x05\x12\x1d\n\x19INGEST_STAGE_GRAPH_SYNCED\x10\x06\x12\x14\n\x10INGEST_STAGE_OCR\x10\x07\x12\x1c\n\x18INGEST_STAGE_TRANSCRIBED\x10\x14\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"docuthinker/rag/v1/documents.proto\x12\x12\x64ocuthinker.rag.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf0\x03\n\x08\x44ocument\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x0e\n\x06tenant\x18\x02 \x01(\t\x12\x10\n\x08\x66ilename\x18\x03 \x01(\t\x12\x11\n\tfile_type\x18\x04 \x01(\t\x12\x14\n\x0c\x63ontent_type\x18\x05 \x01(\t\x12\x32\n\x06status\x18\x06 \x01(\x0e\x32\".docuthinker.rag.v1.DocumentStatus\x12\x15\n\rerror_message\x18\x07 \x01(\t\x12\x12\n\nsize_bytes\x18\x08 \x01(\x03\x12\x12\n\npage_count\x18\t \x01(\x05\x12\x13\n\x0bsheet_names\x18\n \x03(\t\x12\x16\n\x0e\x63ontent_sha256\x18\x0b \x01(\t\x12\x13\n\x0b\x63hunk_count\x18\x0c \x01(\x05\x12/\n\x0b\x63reate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x37\n\ngraph_sync\x18\x0f \x01(\x0e\x32#.docuthinker.rag.v1.GraphSyncStatus\x12\r\n\x05title\x18\x10 \x01(\t\x12\x0f\n\x07version\x18\x11 \x01(\x05\x12\x14\n\x0c\x64ocument_key\x18\x12 \x01(\t\"\xf2\x01\n\nProvenance\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\x12\x0c\n\x04page\x18\x03 \x01(\x05\x12\x12\n\nsheet_name\x18\x04 \x01(\t\x12\x11\n\trow_start\x18\x05 \x01(\x05\x12\x0f\n\x07row_end\x18\x06 \x01(\x05\x12\x14\n\x0cheading_path\x18\x07 \x03(\t\x12\x12\n\nchar_start\x18\x08 \x01(\x05\x12\x10\n\x08\x63har_end\x18\t \x01(\x05\x12\x15\n\rstart_seconds\x18\x14 \x01(\x01\x12\x13\n\x0b\x65nd_seconds\x18\x15 \x01(\x01\x12\x0f\n\x07version\x18\x16 \x01(\x05\"n\n\x0eIngestProgress\x12.\n\x05stage\x18\x01 \x01(\x0e\x32\x1f.docuthinker.rag.v1.IngestStage\x12\x0c\n\x04\x64one\x18\x02 \x01(\x03\x12\r\n\x05total\x18\x03 \x01(\x03\x12\x0f\n\x07message\x18\x04 \x01(\t\"\x81\x01\n\x0cIngestResult\x12.\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x1c.docuthinker.rag.v1.Document\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x17\n\x0f\x63hunks_embedded\x18\x03 \x01(\x05\x12\x15\n\rchunks_reused\x18\x04 \x01(\x05*\xfd\x01\n\x0e\x44ocumentStatus\x12\x1f\n\x1b\x44OCUMENT_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x44OCUMENT_STATUS_PENDING\x10\x01\x12\x1b\n\x17\x44OCUMENT_STATUS_PARSING\x10\x02\x12\x1c\n\x18\x44OCUMENT_STATUS_CHUNKING\x10\x03\x12\x1d\n\x19\x44OCUMENT_STATUS_EMBEDDING\x10\x04\x12\x1c\n\x18\x44OCUMENT_STATUS_INDEXING\x10\x05\x12\x19\n\x15\x44OCUMENT_STATUS_READY\x10\x06\x12\x1a\n\x16\x44OCUMENT_STATUS_FAILED\x10\x07*\x91\x01\n\x0fGraphSyncStatus\x12!\n\x1dGRAPH_SYNC_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n\x19GRAPH_SYNC_STATUS_PENDING\x10\x01\x12\x1c\n\x18GRAPH_SYNC_STATUS_SYNCED\x10\x02\x12\x1e\n\x1aGRAPH_SYNC_STATUS_DISABLED\x10\x03*\x81\x02\n\x0bIngestStage\x12\x1c\n\x18INGEST_STAGE_UNSPECIFIED\x10\x00\x12\x19\n\x15INGEST_STAGE_RECEIVED\x10\x01\x12\x17\n\x13INGEST_STAGE_PARSED\x10\x02\x12\x18\n\x14INGEST_STAGE_CHUNKED\x10\x03\x12\x19\n\x15INGEST_STAGE_EMBEDDED\x10\x04\x12\x18\n\x14INGEST_STAGE_INDEXED\x10\x05\x12\x1d\n\x19INGEST_STAGE_GRAPH_SYNCED\x10\x06\x12\x14\n\x10INGEST_STAGE_OCR\x10\x07\x12\x1c\n\x18INGEST_STAGE_TRANSCRIBED\x10\x14\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'docuthinker.rag.v1.documents_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_DOCUMENTSTATUS']._serialized_start=975
-  _globals['_DOCUMENTSTATUS']._serialized_end=1228
-  _globals['_GRAPHSYNCSTATUS']._serialized_start=1231
-  _globals['_GRAPHSYNCSTATUS']._serialized_end=1376
-  _globals['_INGESTSTAGE']._serialized_start=1379
-  _globals['_INGESTSTAGE']._serialized_end=1636
+  _globals['_DOCUMENTSTATUS']._serialized_start=1080
+  _globals['_DOCUMENTSTATUS']._serialized_end=1333
+  _globals['_GRAPHSYNCSTATUS']._serialized_start=1336
+  _globals['_GRAPHSYNCSTATUS']._serialized_end=1481
+  _globals['_INGESTSTAGE']._serialized_start=1484
+  _globals['_INGESTSTAGE']._serialized_end=1741
   _globals['_DOCUMENT']._serialized_start=92
-  _globals['_DOCUMENT']._serialized_end=549
-  _globals['_PROVENANCE']._serialized_start=552
-  _globals['_PROVENANCE']._serialized_end=777
-  _globals['_INGESTPROGRESS']._serialized_start=779
-  _globals['_INGESTPROGRESS']._serialized_end=889
-  _globals['_INGESTRESULT']._serialized_start=891
-  _globals['_INGESTRESULT']._serialized_end=972
+  _globals['_DOCUMENT']._serialized_end=588
+  _globals['_PROVENANCE']._serialized_start=591
+  _globals['_PROVENANCE']._serialized_end=833
+  _globals['_INGESTPROGRESS']._serialized_start=835
+  _globals['_INGESTPROGRESS']._serialized_end=945
+  _globals['_INGESTRESULT']._serialized_start=948
+  _globals['_INGESTRESULT']._serialized_end=1077
 # @@protoc_insertion_point(module_scope)

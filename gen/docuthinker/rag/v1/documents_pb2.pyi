@@ -62,7 +62,7 @@ INGEST_STAGE_OCR: IngestStage
 INGEST_STAGE_TRANSCRIBED: IngestStage
 
 class Document(_message.Message):
-    __slots__ = ("document_id", "tenant", "filename", "file_type", "content_type", "status", "error_message", "size_bytes", "page_count", "sheet_names", "content_sha256", "chunk_count", "create_time", "update_time", "graph_sync", "title")
+    __slots__ = ("document_id", "tenant", "filename", "file_type", "content_type", "status", "error_message", "size_bytes", "page_count", "sheet_names", "content_sha256", "chunk_count", "create_time", "update_time", "graph_sync", "title", "version", "document_key")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
@@ -79,6 +79,8 @@ class Document(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     GRAPH_SYNC_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_KEY_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     tenant: str
     filename: str
@@ -95,10 +97,12 @@ class Document(_message.Message):
     update_time: _timestamp_pb2.Timestamp
     graph_sync: GraphSyncStatus
     title: str
-    def __init__(self, document_id: _Optional[str] = ..., tenant: _Optional[str] = ..., filename: _Optional[str] = ..., file_type: _Optional[str] = ..., content_type: _Optional[str] = ..., status: _Optional[_Union[DocumentStatus, str]] = ..., error_message: _Optional[str] = ..., size_bytes: _Optional[int] = ..., page_count: _Optional[int] = ..., sheet_names: _Optional[_Iterable[str]] = ..., content_sha256: _Optional[str] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., graph_sync: _Optional[_Union[GraphSyncStatus, str]] = ..., title: _Optional[str] = ...) -> None: ...
+    version: int
+    document_key: str
+    def __init__(self, document_id: _Optional[str] = ..., tenant: _Optional[str] = ..., filename: _Optional[str] = ..., file_type: _Optional[str] = ..., content_type: _Optional[str] = ..., status: _Optional[_Union[DocumentStatus, str]] = ..., error_message: _Optional[str] = ..., size_bytes: _Optional[int] = ..., page_count: _Optional[int] = ..., sheet_names: _Optional[_Iterable[str]] = ..., content_sha256: _Optional[str] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., graph_sync: _Optional[_Union[GraphSyncStatus, str]] = ..., title: _Optional[str] = ..., version: _Optional[int] = ..., document_key: _Optional[str] = ...) -> None: ...
 
 class Provenance(_message.Message):
-    __slots__ = ("document_id", "filename", "page", "sheet_name", "row_start", "row_end", "heading_path", "char_start", "char_end", "start_seconds", "end_seconds")
+    __slots__ = ("document_id", "filename", "page", "sheet_name", "row_start", "row_end", "heading_path", "char_start", "char_end", "start_seconds", "end_seconds", "version")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
@@ -110,6 +114,7 @@ class Provenance(_message.Message):
     CHAR_END_FIELD_NUMBER: _ClassVar[int]
     START_SECONDS_FIELD_NUMBER: _ClassVar[int]
     END_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     filename: str
     page: int
@@ -121,7 +126,8 @@ class Provenance(_message.Message):
     char_end: int
     start_seconds: float
     end_seconds: float
-    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., sheet_name: _Optional[str] = ..., row_start: _Optional[int] = ..., row_end: _Optional[int] = ..., heading_path: _Optional[_Iterable[str]] = ..., char_start: _Optional[int] = ..., char_end: _Optional[int] = ..., start_seconds: _Optional[float] = ..., end_seconds: _Optional[float] = ...) -> None: ...
+    version: int
+    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., sheet_name: _Optional[str] = ..., row_start: _Optional[int] = ..., row_end: _Optional[int] = ..., heading_path: _Optional[_Iterable[str]] = ..., char_start: _Optional[int] = ..., char_end: _Optional[int] = ..., start_seconds: _Optional[float] = ..., end_seconds: _Optional[float] = ..., version: _Optional[int] = ...) -> None: ...
 
 class IngestProgress(_message.Message):
     __slots__ = ("stage", "done", "total", "message")
@@ -136,9 +142,13 @@ class IngestProgress(_message.Message):
     def __init__(self, stage: _Optional[_Union[IngestStage, str]] = ..., done: _Optional[int] = ..., total: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class IngestResult(_message.Message):
-    __slots__ = ("document", "duplicate")
+    __slots__ = ("document", "duplicate", "chunks_embedded", "chunks_reused")
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_EMBEDDED_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_REUSED_FIELD_NUMBER: _ClassVar[int]
     document: Document
     duplicate: bool
-    def __init__(self, document: _Optional[_Union[Document, _Mapping]] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+    chunks_embedded: int
+    chunks_reused: int
+    def __init__(self, document: _Optional[_Union[Document, _Mapping]] = ..., duplicate: _Optional[bool] = ..., chunks_embedded: _Optional[int] = ..., chunks_reused: _Optional[int] = ...) -> None: ...

@@ -1,7 +1,10 @@
 from docuthinker.rag.v1 import answers_pb2 as _answers_pb2
 from docuthinker.rag.v1 import documents_pb2 as _documents_pb2
+from docuthinker.rag.v1 import sources_pb2 as _sources_pb2
+from docuthinker.rag.v1 import versions_pb2 as _versions_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.api import httpbody_pb2 as _httpbody_pb2
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.rpc import status_pb2 as _status_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -26,12 +29,14 @@ FUSION_METHOD_DENSE_ONLY: FusionMethod
 FUSION_METHOD_KEYWORD_ONLY: FusionMethod
 
 class UploadDocumentRequest(_message.Message):
-    __slots__ = ("filename", "file")
+    __slots__ = ("filename", "file", "document_key")
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_KEY_FIELD_NUMBER: _ClassVar[int]
     filename: str
     file: _httpbody_pb2.HttpBody
-    def __init__(self, filename: _Optional[str] = ..., file: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ...) -> None: ...
+    document_key: str
+    def __init__(self, filename: _Optional[str] = ..., file: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ..., document_key: _Optional[str] = ...) -> None: ...
 
 class UploadDocumentResponse(_message.Message):
     __slots__ = ("progress", "done", "error")
@@ -44,12 +49,14 @@ class UploadDocumentResponse(_message.Message):
     def __init__(self, progress: _Optional[_Union[_documents_pb2.IngestProgress, _Mapping]] = ..., done: _Optional[_Union[_documents_pb2.IngestResult, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
 
 class UploadDocumentBodyRequest(_message.Message):
-    __slots__ = ("filename", "file")
+    __slots__ = ("filename", "file", "document_key")
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_KEY_FIELD_NUMBER: _ClassVar[int]
     filename: str
     file: _httpbody_pb2.HttpBody
-    def __init__(self, filename: _Optional[str] = ..., file: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ...) -> None: ...
+    document_key: str
+    def __init__(self, filename: _Optional[str] = ..., file: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ..., document_key: _Optional[str] = ...) -> None: ...
 
 class UploadDocumentBodyResponse(_message.Message):
     __slots__ = ("progress", "done", "error")
@@ -62,12 +69,14 @@ class UploadDocumentBodyResponse(_message.Message):
     def __init__(self, progress: _Optional[_Union[_documents_pb2.IngestProgress, _Mapping]] = ..., done: _Optional[_Union[_documents_pb2.IngestResult, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
 
 class IngestDocumentRequest(_message.Message):
-    __slots__ = ("filename", "file")
+    __slots__ = ("filename", "file", "document_key")
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_KEY_FIELD_NUMBER: _ClassVar[int]
     filename: str
     file: _httpbody_pb2.HttpBody
-    def __init__(self, filename: _Optional[str] = ..., file: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ...) -> None: ...
+    document_key: str
+    def __init__(self, filename: _Optional[str] = ..., file: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ..., document_key: _Optional[str] = ...) -> None: ...
 
 class IngestDocumentResponse(_message.Message):
     __slots__ = ("result",)
@@ -76,12 +85,14 @@ class IngestDocumentResponse(_message.Message):
     def __init__(self, result: _Optional[_Union[_documents_pb2.IngestResult, _Mapping]] = ...) -> None: ...
 
 class IngestDocumentBodyRequest(_message.Message):
-    __slots__ = ("filename", "file")
+    __slots__ = ("filename", "file", "document_key")
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_KEY_FIELD_NUMBER: _ClassVar[int]
     filename: str
     file: _httpbody_pb2.HttpBody
-    def __init__(self, filename: _Optional[str] = ..., file: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ...) -> None: ...
+    document_key: str
+    def __init__(self, filename: _Optional[str] = ..., file: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ..., document_key: _Optional[str] = ...) -> None: ...
 
 class IngestDocumentBodyResponse(_message.Message):
     __slots__ = ("result",)
@@ -92,14 +103,16 @@ class IngestDocumentBodyResponse(_message.Message):
 class StreamUploadDocumentRequest(_message.Message):
     __slots__ = ("header", "chunk")
     class Header(_message.Message):
-        __slots__ = ("filename", "content_type", "size_bytes")
+        __slots__ = ("filename", "content_type", "size_bytes", "document_key")
         FILENAME_FIELD_NUMBER: _ClassVar[int]
         CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
         SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+        DOCUMENT_KEY_FIELD_NUMBER: _ClassVar[int]
         filename: str
         content_type: str
         size_bytes: int
-        def __init__(self, filename: _Optional[str] = ..., content_type: _Optional[str] = ..., size_bytes: _Optional[int] = ...) -> None: ...
+        document_key: str
+        def __init__(self, filename: _Optional[str] = ..., content_type: _Optional[str] = ..., size_bytes: _Optional[int] = ..., document_key: _Optional[str] = ...) -> None: ...
     HEADER_FIELD_NUMBER: _ClassVar[int]
     CHUNK_FIELD_NUMBER: _ClassVar[int]
     header: StreamUploadDocumentRequest.Header
@@ -538,3 +551,153 @@ class StreamAnalyzeDocumentResponse(_message.Message):
     done: AnalyzeDocumentResponse
     error: _status_pb2.Status
     def __init__(self, node: _Optional[_Union[AnalysisNodeEvent, _Mapping]] = ..., done: _Optional[_Union[AnalyzeDocumentResponse, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+
+class ListDocumentVersionsRequest(_message.Message):
+    __slots__ = ("document_id",)
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    def __init__(self, document_id: _Optional[str] = ...) -> None: ...
+
+class ListDocumentVersionsResponse(_message.Message):
+    __slots__ = ("document", "versions")
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    document: _documents_pb2.Document
+    versions: _containers.RepeatedCompositeFieldContainer[_versions_pb2.DocumentVersion]
+    def __init__(self, document: _Optional[_Union[_documents_pb2.Document, _Mapping]] = ..., versions: _Optional[_Iterable[_Union[_versions_pb2.DocumentVersion, _Mapping]]] = ...) -> None: ...
+
+class GetDocumentVersionContentRequest(_message.Message):
+    __slots__ = ("document_id", "version")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    version: int
+    def __init__(self, document_id: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
+
+class GetDocumentVersionTextRequest(_message.Message):
+    __slots__ = ("document_id", "version")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    version: int
+    def __init__(self, document_id: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
+
+class GetDocumentVersionTextResponse(_message.Message):
+    __slots__ = ("version", "sections")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SECTIONS_FIELD_NUMBER: _ClassVar[int]
+    version: _versions_pb2.DocumentVersion
+    sections: _containers.RepeatedCompositeFieldContainer[GetDocumentTextResponse.Section]
+    def __init__(self, version: _Optional[_Union[_versions_pb2.DocumentVersion, _Mapping]] = ..., sections: _Optional[_Iterable[_Union[GetDocumentTextResponse.Section, _Mapping]]] = ...) -> None: ...
+
+class CompareDocumentVersionsRequest(_message.Message):
+    __slots__ = ("document_id", "to")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    FROM_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    to: int
+    def __init__(self, document_id: _Optional[str] = ..., to: _Optional[int] = ..., **kwargs) -> None: ...
+
+class CompareDocumentVersionsResponse(_message.Message):
+    __slots__ = ("document_id", "to", "changes", "added", "removed", "changed", "unchanged")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    FROM_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    UNCHANGED_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    to: int
+    changes: _containers.RepeatedCompositeFieldContainer[_versions_pb2.PassageChange]
+    added: int
+    removed: int
+    changed: int
+    unchanged: int
+    def __init__(self, document_id: _Optional[str] = ..., to: _Optional[int] = ..., changes: _Optional[_Iterable[_Union[_versions_pb2.PassageChange, _Mapping]]] = ..., added: _Optional[int] = ..., removed: _Optional[int] = ..., changed: _Optional[int] = ..., unchanged: _Optional[int] = ..., **kwargs) -> None: ...
+
+class CreateSourceRequest(_message.Message):
+    __slots__ = ("source",)
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    source: _sources_pb2.Source
+    def __init__(self, source: _Optional[_Union[_sources_pb2.Source, _Mapping]] = ...) -> None: ...
+
+class CreateSourceResponse(_message.Message):
+    __slots__ = ("source",)
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    source: _sources_pb2.Source
+    def __init__(self, source: _Optional[_Union[_sources_pb2.Source, _Mapping]] = ...) -> None: ...
+
+class ListSourcesRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListSourcesResponse(_message.Message):
+    __slots__ = ("sources", "next_page_token")
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    sources: _containers.RepeatedCompositeFieldContainer[_sources_pb2.Source]
+    next_page_token: str
+    def __init__(self, sources: _Optional[_Iterable[_Union[_sources_pb2.Source, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetSourceRequest(_message.Message):
+    __slots__ = ("source_id",)
+    SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    source_id: str
+    def __init__(self, source_id: _Optional[str] = ...) -> None: ...
+
+class GetSourceResponse(_message.Message):
+    __slots__ = ("source",)
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    source: _sources_pb2.Source
+    def __init__(self, source: _Optional[_Union[_sources_pb2.Source, _Mapping]] = ...) -> None: ...
+
+class UpdateSourceRequest(_message.Message):
+    __slots__ = ("source_id", "source", "update_mask")
+    SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    source_id: str
+    source: _sources_pb2.Source
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, source_id: _Optional[str] = ..., source: _Optional[_Union[_sources_pb2.Source, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class UpdateSourceResponse(_message.Message):
+    __slots__ = ("source",)
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    source: _sources_pb2.Source
+    def __init__(self, source: _Optional[_Union[_sources_pb2.Source, _Mapping]] = ...) -> None: ...
+
+class DeleteSourceRequest(_message.Message):
+    __slots__ = ("source_id", "keep_documents")
+    SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    KEEP_DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    source_id: str
+    keep_documents: bool
+    def __init__(self, source_id: _Optional[str] = ..., keep_documents: _Optional[bool] = ...) -> None: ...
+
+class DeleteSourceResponse(_message.Message):
+    __slots__ = ("source_id", "documents_deleted")
+    SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTS_DELETED_FIELD_NUMBER: _ClassVar[int]
+    source_id: str
+    documents_deleted: int
+    def __init__(self, source_id: _Optional[str] = ..., documents_deleted: _Optional[int] = ...) -> None: ...
+
+class SyncSourceRequest(_message.Message):
+    __slots__ = ("source_id",)
+    SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    source_id: str
+    def __init__(self, source_id: _Optional[str] = ...) -> None: ...
+
+class SyncSourceResponse(_message.Message):
+    __slots__ = ("source",)
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    source: _sources_pb2.Source
+    def __init__(self, source: _Optional[_Union[_sources_pb2.Source, _Mapping]] = ...) -> None: ...

@@ -151,6 +151,56 @@ class RagServiceStub:
                 request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.StreamAnalyzeDocumentRequest.SerializeToString,
                 response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.StreamAnalyzeDocumentResponse.FromString,
                 _registered_method=True)
+        self.ListDocumentVersions = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/ListDocumentVersions',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.ListDocumentVersionsRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.ListDocumentVersionsResponse.FromString,
+                _registered_method=True)
+        self.GetDocumentVersionContent = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/GetDocumentVersionContent',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentVersionContentRequest.SerializeToString,
+                response_deserializer=google_dot_api_dot_httpbody__pb2.HttpBody.FromString,
+                _registered_method=True)
+        self.GetDocumentVersionText = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/GetDocumentVersionText',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentVersionTextRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentVersionTextResponse.FromString,
+                _registered_method=True)
+        self.CompareDocumentVersions = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/CompareDocumentVersions',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.CompareDocumentVersionsRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.CompareDocumentVersionsResponse.FromString,
+                _registered_method=True)
+        self.CreateSource = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/CreateSource',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.CreateSourceRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.CreateSourceResponse.FromString,
+                _registered_method=True)
+        self.ListSources = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/ListSources',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.ListSourcesRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.ListSourcesResponse.FromString,
+                _registered_method=True)
+        self.GetSource = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/GetSource',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetSourceRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetSourceResponse.FromString,
+                _registered_method=True)
+        self.UpdateSource = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/UpdateSource',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UpdateSourceRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UpdateSourceResponse.FromString,
+                _registered_method=True)
+        self.DeleteSource = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/DeleteSource',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.DeleteSourceRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.DeleteSourceResponse.FromString,
+                _registered_method=True)
+        self.SyncSource = channel.unary_unary(
+                '/docuthinker.rag.v1.RagService/SyncSource',
+                request_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SyncSourceRequest.SerializeToString,
+                response_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SyncSourceResponse.FromString,
+                _registered_method=True)
 
 
 class RagServiceServicer:
@@ -327,6 +377,78 @@ class RagServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListDocumentVersions(self, request, context):
+        """Every version of a document, newest first (the live one, earlier ones, and any being ingested or failed).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDocumentVersionContent(self, request, context):
+        """The original bytes of one version of a document, with their content type.
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDocumentVersionText(self, request, context):
+        """The extracted text of one version of a document, section by section.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CompareDocumentVersions(self, request, context):
+        """Added, removed and changed passages between two versions, with their provenance.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateSource(self, request, context):
+        """Configures a source (a folder, an IMAP mailbox, a WebDAV share, a Git branch) kept in sync.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSources(self, request, context):
+        """The tenant's sources with their status.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSource(self, request, context):
+        """One source with its status (last run, counts, errors with reasons, next run).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateSource(self, request, context):
+        """Changes a source's name, schedule, pause, configuration or credential.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSource(self, request, context):
+        """Removes a source and, unless asked to keep them, the documents it brought.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SyncSource(self, request, context):
+        """Syncs a source now (queued at once; one replica runs it); returns the source.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RagServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -444,6 +566,56 @@ def add_RagServiceServicer_to_server(servicer, server):
                     servicer.StreamAnalyzeDocument,
                     request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.StreamAnalyzeDocumentRequest.FromString,
                     response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.StreamAnalyzeDocumentResponse.SerializeToString,
+            ),
+            'ListDocumentVersions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDocumentVersions,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.ListDocumentVersionsRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.ListDocumentVersionsResponse.SerializeToString,
+            ),
+            'GetDocumentVersionContent': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDocumentVersionContent,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentVersionContentRequest.FromString,
+                    response_serializer=google_dot_api_dot_httpbody__pb2.HttpBody.SerializeToString,
+            ),
+            'GetDocumentVersionText': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDocumentVersionText,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentVersionTextRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentVersionTextResponse.SerializeToString,
+            ),
+            'CompareDocumentVersions': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompareDocumentVersions,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.CompareDocumentVersionsRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.CompareDocumentVersionsResponse.SerializeToString,
+            ),
+            'CreateSource': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateSource,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.CreateSourceRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.CreateSourceResponse.SerializeToString,
+            ),
+            'ListSources': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSources,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.ListSourcesRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.ListSourcesResponse.SerializeToString,
+            ),
+            'GetSource': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSource,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetSourceRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetSourceResponse.SerializeToString,
+            ),
+            'UpdateSource': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateSource,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UpdateSourceRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UpdateSourceResponse.SerializeToString,
+            ),
+            'DeleteSource': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSource,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.DeleteSourceRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.DeleteSourceResponse.SerializeToString,
+            ),
+            'SyncSource': grpc.unary_unary_rpc_method_handler(
+                    servicer.SyncSource,
+                    request_deserializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SyncSourceRequest.FromString,
+                    response_serializer=docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SyncSourceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1068,6 +1240,276 @@ class RagService:
             '/docuthinker.rag.v1.RagService/StreamAnalyzeDocument',
             docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.StreamAnalyzeDocumentRequest.SerializeToString,
             docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.StreamAnalyzeDocumentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDocumentVersions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/ListDocumentVersions',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.ListDocumentVersionsRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.ListDocumentVersionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDocumentVersionContent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/GetDocumentVersionContent',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentVersionContentRequest.SerializeToString,
+            google_dot_api_dot_httpbody__pb2.HttpBody.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDocumentVersionText(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/GetDocumentVersionText',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentVersionTextRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetDocumentVersionTextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompareDocumentVersions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/CompareDocumentVersions',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.CompareDocumentVersionsRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.CompareDocumentVersionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateSource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/CreateSource',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.CreateSourceRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.CreateSourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSources(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/ListSources',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.ListSourcesRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.ListSourcesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/GetSource',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetSourceRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.GetSourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateSource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/UpdateSource',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UpdateSourceRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.UpdateSourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/DeleteSource',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.DeleteSourceRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.DeleteSourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SyncSource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/docuthinker.rag.v1.RagService/SyncSource',
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SyncSourceRequest.SerializeToString,
+            docuthinker_dot_rag_dot_v1_dot_rag__service__pb2.SyncSourceResponse.FromString,
             options,
             channel_credentials,
             insecure,
