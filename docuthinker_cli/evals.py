@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from docuthinker_cli import render
+from docuthinker_cli import render, runner
 from docuthinker_cli.client import Gateway, GatewayError, content_type_of, error_from_response
 from docuthinker_cli.exit_codes import ExitCode
 
@@ -88,9 +88,7 @@ class Evals:
 
 
 def _run(ctx: typer.Context, as_json: bool, action) -> None:
-    from docuthinker_cli.app import _run as run_action
-
-    run_action(ctx, as_json, lambda gateway: action(Evals(gateway)))
+    runner.run(ctx, as_json, lambda gateway: action(Evals(gateway)))
 
 
 def _state(run: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from docuthinker_cli import render
+from docuthinker_cli import render, runner
 from docuthinker_cli.client import Gateway, GatewayError
 from docuthinker_cli.exit_codes import ExitCode
 
@@ -25,9 +25,7 @@ SourceId = Annotated[str, typer.Argument(help="Source id (see `docuthinker sourc
 
 
 def _run(ctx: typer.Context, as_json: bool, action) -> None:
-    from docuthinker_cli.app import _run as run
-
-    run(ctx, as_json, action)
+    runner.run(ctx, as_json, action)
 
 
 def _state(source: dict[str, Any]) -> str:

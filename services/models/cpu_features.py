@@ -45,7 +45,7 @@ class CpuFeatures:
 
 def parse_cpuinfo(text: str) -> CpuFeatures:
     """The first processor's model name and int8 flags from the text of ``/proc/cpuinfo``."""
-    model, flags = "", set()
+    model, flags = "", set[str]()
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key = key.strip()
