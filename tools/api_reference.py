@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from docuthinker.api.v1 import visibility_pb2
 from google.protobuf import descriptor_pb2
 
+from gateway import http_apps
 from gateway.envoy_config import DESCRIPTOR_SET
 from services.runtime.config import MeshSettings
 from services.runtime.contracts import HttpRule, http_rules_of
@@ -144,6 +145,17 @@ class Reference:
             comments = Comments(file)
             for i, service in enumerate(file.service):
                 out += self._service(file, comments, i, service)
+        out += [
+            "## Routes that are not RPCs",
+            "",
+            "The gateway also serves, beside the transcoded RPCs:",
+            "",
+            *(f"- `{path}`: the [OpenAI-compatible chat API](chat-api.md) (`services/openai_api`, plain HTTP)"
+              for path in http_apps.OPENAI_PATHS),
+            "- `GET /` and every file of the [web app](web-app.md) under `web/`, answered by Envoy itself"
+            " (`gateway/static_site.py`), without a token.",
+            "",
+        ]
         for file in self.files:
             types = list(self._types(file))
             if not types:

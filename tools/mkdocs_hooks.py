@@ -2,7 +2,7 @@
 
 - Every component README (``services/**/README.md``, ``deploy/``, ``bench/``, ``docuthinker_cli/``, ``web/``) becomes a
   page under ``components/`` (``services/rag/README.md`` → ``components/services/rag.md``) and an entry of the
-  navigation's "Components" section, titled by its first heading. A README that moves moves its page with it.
+  navigation's "Components" section, named by its folder. A README that moves moves its page with it.
 - ``<!-- import-map -->`` in a page becomes the table of which top-level package imports which, read from the
   sources' import statements at build time (architecture.md).
 
@@ -37,15 +37,10 @@ def component_readmes() -> dict[str, pathlib.Path]:
     return pages
 
 
-def _title(readme: pathlib.Path) -> str:
-    match = re.search(r"^#\s+(.+)$", readme.read_text(), flags=re.M)
-    return match.group(1).strip() if match else readme.parent.name
-
-
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
     pages = component_readmes()
     config.nav = [*(config.nav or []),
-                  {"Components": [{_title(readme): page} for page, readme in pages.items()]}]
+                  {"Components": [{readme.parent.relative_to(ROOT).as_posix(): page} for page, readme in pages.items()]}]
     return config
 
 
