@@ -3,6 +3,8 @@
 - Every component README (``services/**/README.md``, ``deploy/``, ``bench/``, ``docuthinker_cli/``, ``web/``) becomes a
   page under ``components/`` (``services/rag/README.md`` → ``components/services/rag.md``) and an entry of the
   navigation's "Components" section, named by its folder. A README that moves moves its page with it.
+- ``<!-- readme-intro -->`` in a page becomes the README's introduction (between its title and its first section),
+  so the site's home page and the README's say the same thing from one text (links into ``docs/`` adjusted).
 - ``<!-- import-map -->`` in a page becomes the table of which top-level package imports which, read from the
   sources' import statements at build time (architecture.md).
 
@@ -23,6 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 COMPONENT_ROOTS = ("services", "gateway", "deploy", "bench", "docuthinker_cli", "web")
 SKIP_PARTS = {"node_modules", "vendor", "results", "__pycache__"}
 IMPORT_MAP = "<!-- import-map -->"
+README_INTRO = "<!-- readme-intro -->"
 IMPORT_ROOTS = ("services", "gateway", "docuthinker_cli")
 
 
@@ -92,7 +95,17 @@ def import_map() -> str:
     return "\n".join(rows)
 
 
+def readme_intro() -> str:
+    text = (ROOT / "README.md").read_text()
+    title = re.search(r"^#\s+.+$", text, flags=re.M)
+    body = text[title.end() if title else 0:]
+    section = re.search(r"^##\s", body, flags=re.M)
+    return body[: section.start() if section else len(body)].strip().replace("](docs/", "](")
+
+
 def on_page_markdown(markdown: str, page, config: MkDocsConfig, files: Files) -> str:
+    if README_INTRO in markdown:
+        markdown = markdown.replace(README_INTRO, readme_intro())
     if IMPORT_MAP in markdown:
         markdown = markdown.replace(IMPORT_MAP, import_map())
     return markdown
