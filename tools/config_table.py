@@ -1,9 +1,11 @@
-"""Generates the README's configuration table from the settings classes (the single source of truth).
+"""Generates the configuration reference (docs/configuration.md) from the settings classes (the single source of truth).
 
-    python tools/config_table.py           # print the table
-    python tools/config_table.py --write   # replace the table between the README markers
+    python tools/config_table.py           # print the reference
+    python tools/config_table.py --write   # replace it between the markers in docs/configuration.md
+    python tools/config_table.py --check   # exit 1 when docs/configuration.md differs (make docs runs this)
 
-A test fails when the README's table differs from what this prints, so the docs stay true.
+One section per settings class: its docstring, then a table of its variables, their defaults and the field
+docstrings. ``tests/test_docs.py`` fails when the page differs from what this prints, so the docs stay true.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 from pydantic_settings import BaseSettings
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "configuration.md"
 START, END = "<!-- config-table:start -->", "<!-- config-table:end -->"
 MODULES = [
     "services.runtime.config",
@@ -85,12 +87,14 @@ def settings_classes() -> list[type[BaseSettings]]:
     return classes
 
 
-def table() -> str:
-    rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
+def sections() -> list[tuple[type[BaseSettings], list[str]]]:
+    """Each settings class with its table rows; a variable two classes read is listed under the first."""
+    result = []
     seen: set[str] = set()
     for cls in settings_classes():
         prefix = cls.model_config.get("env_prefix", "")
         docs = _docstrings(cls)
+        rows = []
         for name, field in cls.model_fields.items():
             env = _env_name(field, f"{prefix}{name}".upper())
             if env in seen:
@@ -98,26 +102,55 @@ def table() -> str:
             seen.add(env)
             meaning = docs.get(name) or field.description or ""
             rows.append(f"| `{env}` | {_default(field)} | {meaning.replace('|', '/')} |")
-    return "\n".join(rows)
+        if rows:
+            result.append((cls, rows))
+    return result
 
 
-def readme_table(text: str) -> str:
+HEADER = ["| variable | default | meaning |", "| --- | --- | --- |"]
+
+
+def table() -> str:
+    """Every variable in one table."""
+    return "\n".join(HEADER + [row for _, rows in sections() for row in rows])
+
+
+def reference() -> str:
+    """The reference as docs/configuration.md holds it: a section per settings class."""
+    parts = []
+    for cls, rows in sections():
+        source = cls.__module__.replace(".", "/") + ".py"
+        prefix = cls.model_config.get("env_prefix", "")
+        own_doc = cls.__dict__.get("__doc__")
+        intro = f"{' '.join(own_doc.split())} " if own_doc else ""
+        parts.append(f"## {cls.__name__}\n\n{intro}(`{source}`; variables `{prefix}*`)\n\n" + "\n".join(HEADER + rows))
+    return "\n\n".join(parts)
+
+
+def page_reference(text: str) -> str:
+    """What stands between the markers of docs/configuration.md."""
     return text.split(START, 1)[1].split(END, 1)[0].strip()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--write", action="store_true")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--write", action="store_true")
+    action.add_argument("--check", action="store_true")
     args = parser.parse_args()
-    generated = table()
+    generated = reference()
+    if args.check:
+        if page_reference(PAGE.read_text()) != generated:
+            sys.exit(f"{PAGE.relative_to(ROOT)} is stale: run `python tools/config_table.py --write`")
+        return
     if not args.write:
         print(generated)
         return
-    text = README.read_text()
+    text = PAGE.read_text()
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
-    README.write_text(f"{head}{START}\n{generated}\n{END}{tail}")
-    print(f"updated {README}", file=sys.stderr)
+    PAGE.write_text(f"{head}{START}\n{generated}\n{END}{tail}")
+    print(f"updated {PAGE}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -89,22 +89,20 @@ class RagSettings(BaseSettings):
     ocr_workers: int = Field(default=2, ge=1, le=64)
     """Pages of one document read by OCR at the same time, one Tesseract process (one core) each."""
     faiss_threads: int = Field(default=1, ge=1, le=256)
-    """OpenMP threads FAISS may use for one search. One thread per query measured 2.4x faster at
-    100k chunks on 2 cores with another request running (8.7 vs 20.9 ms), and leaves the other
-    cores to concurrent requests; raise it for a lone client on a many-core machine."""
+    """OpenMP threads FAISS may use for one search; raise it for a lone client on a many-core machine. Default 1:
+    leaves the other cores to concurrent requests, and ran 2.4x faster with another request running
+    (bench/results/settings-measurements.md)."""
     hnsw_threshold: int = Field(default=50_000, ge=1)
     """Vectors in one tenant's index past which it becomes approximate (HNSW, fp16 storage); smaller stay exact."""
     hnsw_m: int = Field(default=32, ge=4, le=128)
-    """HNSW graph neighbours per vector. On real MiniLM vectors (bench/ann_scale.py) M 48 and 64 gained
-    no recall over 32 at 100k (0.998 at efSearch 128 for all three) for 45-95% more graph memory
-    (bench/results/ann-scale-2026-12-03-100k-sweep.json); at 1M, M 32 keeps the graph at 260 MiB."""
+    """HNSW graph neighbours per vector. Default: 48 and 64 gained no recall over 32 for 45-95% more graph memory
+    (bench/results/ann-scale-2026-12-03-100k-sweep.json)."""
     hnsw_ef_construction: int = Field(default=200, ge=8, le=2048)
-    """HNSW candidate list while inserting. 200 reached recall@10 0.9977 of exact at 1M chunks
-    (bench/results/ann-scale-2026-12-03-1m.json), where the former 80 (with efSearch 96) measured 0.41;
-    it builds about 720 vectors/s on 2 busy cores, far above any embedding rate, so ingestion never waits on it."""
+    """HNSW candidate list while inserting. Default: recall@10 0.9977 of exact at 1M chunks, building far faster
+    than any embedding rate (bench/results/ann-scale-2026-12-03-1m.json)."""
     hnsw_ef_search: int = Field(default=256, ge=8, le=4096)
-    """HNSW candidate list per search: recall@10 0.9993 at 100k and 0.9977 at 1M chunks, p95 1.4 / 1.6 ms on one
-    core (ann-scale-2026-12-03-*.json); 128 would drop 1M to 0.9935, too close to the 0.99 goal."""
+    """HNSW candidate list per search. Default: recall@10 above 0.997 at 100k and 1M chunks where 128 drops 1M to
+    0.9935, too close to the 0.99 goal (bench/results/ann-scale-2026-12-03-1m.json)."""
     reindex_on_model_change: bool = False
     """At startup, when the vectors on disk come from another embedder (``DOCUTHINKER_EMBED_RUNTIME`` or the
     weights changed), drop them and re-embed every chunk with the current one. Off: such a start fails with a

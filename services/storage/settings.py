@@ -31,11 +31,9 @@ class StorageSettings(BaseSettings):
     leaves it to another replica once this has passed."""
     postgres_keyword: Literal["bm25", "fts"] = "bm25"
     """Keyword search with ``postgres``: ``bm25`` keeps the embedded BM25 index in each replica as a cache
-    rebuilt from the database when a tenant's chunks change (the embedded ranking: SciFact nDCG@10 equal);
-    ``fts`` is PostgreSQL full text (``ts_rank``, no inverse document frequency: 0.025 nDCG@10 lower on
-    SciFact), always current with nothing to rebuild in any replica, but slow on large tenants: ``ts_rank``
-    scores every chunk that matches a query term (keyword p50 850 ms at 100k chunks on 2 cores, against
-    1 ms for ``bm25``; bench/results/pg-2026-12-02.json), hence ``bm25`` is the default."""
+    rebuilt from the database when a tenant's chunks change; ``fts`` is PostgreSQL full text, always current
+    with nothing to rebuild. Default ``bm25``: the embedded ranking, where ``fts`` ranks lower and is slow on large
+    tenants (bench/results/pg-2026-12-02.json)."""
     postgres_blobs: Literal["database", "filesystem"] = "database"
     """Where original uploads go with ``postgres``: a ``bytea`` table (shared by every replica) or
     ``<data_dir>/rag/originals`` (only for a single replica, or a shared volume)."""

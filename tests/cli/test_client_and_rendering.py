@@ -58,6 +58,6 @@ def test_content_types_and_the_exit_code_table():
     assert "| 3 | `NOT_FOUND` |" in table()
 
 
-def test_the_readme_documents_these_exit_codes():
-    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert table() in readme, "README's CLI exit-code table differs from docuthinker_cli.exit_codes.table()"
+def test_the_docs_document_these_exit_codes():
+    page = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    assert table() in page, "docs/cli.md's exit-code table differs from docuthinker_cli.exit_codes.table()"
