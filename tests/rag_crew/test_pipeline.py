@@ -20,6 +20,7 @@ from services.rag.analysis.pipeline import AnalysisPipeline, NodeEvent
 from services.rag.analysis.settings import AnalysisSettings
 from services.rag.answers.model import Citation, GroundedAnswer, SupportStatus
 from services.rag.crew import CrewResult, CrewTaskResult, DocumentInputs, Topic
+from services.rag.crew.grounding import Verdict
 from services.rag.documents import DocumentRecord, DocumentStatus, DocumentText, GraphSyncState, IngestOutcome, Section
 from services.rag.retrieval import RetrievedChunk
 from services.runtime.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -116,7 +117,7 @@ class FakeCrew:
     async def analyze(self, tenant: str, record: DocumentRecord, question: str = "") -> CrewResult:
         self.calls.append((tenant, record.document_id, question))
         task = CrewTaskResult("document_analyst", "Document Analyst", "- Corrosion on 14 blades [2].", "local",
-                              "SmolLM2-135M-Instruct", ("document_search",), Usage(100, 20))
+                              "SmolLM2-135M-Instruct", ("document_search",), Usage(100, 20), Verdict.CITED, ())
         return CrewResult(record.document_id, (task,), task.output, Usage(100, 20), 1.5)
 
 

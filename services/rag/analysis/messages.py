@@ -21,7 +21,8 @@ def crew_pb(result: CrewResult) -> pb.CrewAnalyzeResponse:
         tasks=[
             pb.CrewTaskOutput(agent=t.agent, role=t.role, output=t.output,
                               engine=answers_pb2.Engine(provider=t.provider, model=t.model),
-                              tools_used=list(t.tools_used))
+                              tools_used=list(t.tools_used), grounding=int(t.grounding),
+                              citations=[citation_pb(c) for c in t.citations])
             for t in result.tasks
         ],
         final_output=result.final_output,

@@ -19,11 +19,24 @@ class FusionMethod(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FUSION_METHOD_SCORE: _ClassVar[FusionMethod]
     FUSION_METHOD_DENSE_ONLY: _ClassVar[FusionMethod]
     FUSION_METHOD_KEYWORD_ONLY: _ClassVar[FusionMethod]
+
+class CrewGrounding(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CREW_GROUNDING_UNSPECIFIED: _ClassVar[CrewGrounding]
+    CREW_GROUNDING_CITED: _ClassVar[CrewGrounding]
+    CREW_GROUNDING_RESTATED: _ClassVar[CrewGrounding]
+    CREW_GROUNDING_NO_ANSWER: _ClassVar[CrewGrounding]
+    CREW_GROUNDING_UNSUPPORTED: _ClassVar[CrewGrounding]
 FUSION_METHOD_UNSPECIFIED: FusionMethod
 FUSION_METHOD_RRF: FusionMethod
 FUSION_METHOD_SCORE: FusionMethod
 FUSION_METHOD_DENSE_ONLY: FusionMethod
 FUSION_METHOD_KEYWORD_ONLY: FusionMethod
+CREW_GROUNDING_UNSPECIFIED: CrewGrounding
+CREW_GROUNDING_CITED: CrewGrounding
+CREW_GROUNDING_RESTATED: CrewGrounding
+CREW_GROUNDING_NO_ANSWER: CrewGrounding
+CREW_GROUNDING_UNSUPPORTED: CrewGrounding
 
 class UploadDocumentRequest(_message.Message):
     __slots__ = ("filename", "file")
@@ -326,18 +339,22 @@ class CrewAnalyzeRequest(_message.Message):
     def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ..., question: _Optional[str] = ...) -> None: ...
 
 class CrewTaskOutput(_message.Message):
-    __slots__ = ("agent", "role", "output", "engine", "tools_used")
+    __slots__ = ("agent", "role", "output", "engine", "tools_used", "grounding", "citations")
     AGENT_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
     TOOLS_USED_FIELD_NUMBER: _ClassVar[int]
+    GROUNDING_FIELD_NUMBER: _ClassVar[int]
+    CITATIONS_FIELD_NUMBER: _ClassVar[int]
     agent: str
     role: str
     output: str
     engine: _answers_pb2.Engine
     tools_used: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, agent: _Optional[str] = ..., role: _Optional[str] = ..., output: _Optional[str] = ..., engine: _Optional[_Union[_answers_pb2.Engine, _Mapping]] = ..., tools_used: _Optional[_Iterable[str]] = ...) -> None: ...
+    grounding: CrewGrounding
+    citations: _containers.RepeatedCompositeFieldContainer[_answers_pb2.Citation]
+    def __init__(self, agent: _Optional[str] = ..., role: _Optional[str] = ..., output: _Optional[str] = ..., engine: _Optional[_Union[_answers_pb2.Engine, _Mapping]] = ..., tools_used: _Optional[_Iterable[str]] = ..., grounding: _Optional[_Union[CrewGrounding, str]] = ..., citations: _Optional[_Iterable[_Union[_answers_pb2.Citation, _Mapping]]] = ...) -> None: ...
 
 class CrewAnalyzeResponse(_message.Message):
     __slots__ = ("tasks", "final_output", "usage")
