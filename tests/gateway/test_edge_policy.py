@@ -12,6 +12,7 @@ from contextlib import contextmanager, nullcontext
 
 import grpc
 import httpx
+import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import HealthServicer
 
@@ -93,6 +94,20 @@ def _envoy(tmp_path, edge: EdgeSettings, ports: dict[str, int], mesh: dict) -> I
         proc.wait(10)
 
 
+def active_connections(tmp_path, reached, timeout_s: float = 30.0) -> int:
+    """Envoy's count of open client connections once ``reached(count)`` holds (read from its admin port)."""
+    admin = yaml.safe_load((tmp_path / "envoy.yaml").read_text())["admin"]["address"]["socket_address"]["port_value"]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stats = httpx.get(f"http://127.0.0.1:{admin}/stats", params={"filter": r"^http\.ingress\.downstream_cx_active$",
+                                                                   "format": "json"}, timeout=5).json()
+        count = int(stats["stats"][0]["value"])
+        if reached(count):
+            return count
+        assert time.monotonic() < deadline, f"{count} open connections after {timeout_s}s"
+        time.sleep(0.05)
+
+
 NO_LIMITS = EdgeSettings(client_rps=0, tenant_rps=0)
 
 
@@ -165,7 +180,7 @@ def test_slow_header_senders_are_cut_off_and_connections_are_capped(tmp_path):
 
         held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(30)]
         try:
-            time.sleep(0.5)
+            active_connections(tmp_path, lambda n: n >= 30)  # Envoy has accepted all of them: the cap is reached
             refused = 0
             for _ in range(5):
                 try:
@@ -177,5 +192,5 @@ def test_slow_header_senders_are_cut_off_and_connections_are_capped(tmp_path):
         finally:
             for s in held:
                 s.close()
-        time.sleep(0.5)
+        active_connections(tmp_path, lambda n: n < 30)
         assert httpx.get(f"{base}/v1/graph/stats", timeout=5).status_code == 503  # room again once they close
