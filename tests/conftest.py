@@ -120,7 +120,16 @@ def shared_dir() -> pathlib.Path:
     return SHARED
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    from tests.session_report import SessionReport
+
+    SessionReport.addoption(parser)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    from tests.session_report import configure
+
+    configure(config)  # --session-report PATH: outcomes, durations and load as JSON
     # `make test-unit` sets this: a test that loads a real model without the `models` mark fails at
     # once instead of quietly slowing the inner loop.
     if os.environ.get("DOCUTHINKER_TEST_NO_MODELS") == "1":
