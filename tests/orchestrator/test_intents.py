@@ -41,13 +41,12 @@ async def test_explicit_intent_and_route_win(classifier):
         await classifier.classify(intent="document.dance")
 
 
-# Requests worded unlike any example (held apart: see the first assertion), each plainly one intent.
-# Written before being measured; left out after measuring, as the classifier's known weak spots:
-# "Polish the language of this cover letter" (translate wins on "language"), "How readable is this
-# text?" (sentiment within 0.01), "In this report, who approved the budget?" (costs within 0.01),
-# "Pull out the essential points of this memo", "Make this email sound friendlier" and "Briefly,
-# what does this paper say?" (right, but by less than the margin), "Is the platform working
-# properly?" (right, 0.346: less than the margin above the fallback line).
+# Requests worded unlike any example (held apart: see the first test), each plainly one intent. Written before
+# being measured; the ones the classifier decided by less than 0.05 (int8 or fp32 vectors) are left out, as its
+# known weak spots: "Polish the language of this cover letter" (translate wins on "language"), "How readable is
+# this text?" (sentiment within 0.01), "In this report, who approved the budget?" (costs within 0.01), "Pull out
+# the essential points of this memo", "Make this email sound friendlier", "Briefly, what does this paper say?"
+# (right, by 0.004-0.04) and "Is the platform working properly?" (right, 0.346: within 0.03 of the fallback line).
 HELD_APART = {
     "document.summarize": ("Can you give me a short summary of this report?", "Sum up this article in a paragraph",
                            "Could you boil this document down to a few sentences?",
@@ -93,10 +92,11 @@ HELD_APART = {
     "chat.general": ("good morning!", "who are you?", "hi there, how's it going?", "can you tell me something funny?"),
 }
 HELD_APART_CASES = [(utterance, intent) for intent, utterances in HELD_APART.items() for utterance in utterances]
-MARGIN = 0.05
-"""Lead over the runner-up (and over the fallback line) each held-apart request must have. Vectors move between runtimes and CPUs (int8 against
-fp32 shifted these scores by up to 0.02): a request decided by less than this is a near tie, and a test on it
-passes or fails with the embedder build (the 0.53 / 0.53 tie of 'What are the main takeaways?')."""
+MARGIN = 0.03
+"""Lead over the runner-up (and over the fallback line) each held-apart request must have. Vectors move between
+runtimes and CPUs: int8 against fp32 moved these margins by up to 0.017, and every request here was measured at
+0.05 or more, so a decision lost by less than this is a real change of the classifier, not the embedder's noise (the
+0.53 / 0.53 tie of 'What are the main takeaways?' is what a test on a near tie looks like)."""
 NEAR_COPY = 0.9
 """Cosine at or above which a test request is a copy of an example rather than held apart."""
 
