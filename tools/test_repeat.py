@@ -34,12 +34,13 @@ def run_once(number: int, marker: str, pytest_args: list[str], logs: pathlib.Pat
             f"--session-report={report}", *pytest_args]
     print(f"\n== run {number}: {shlex.join(argv[1:])}", flush=True)
     started = time.monotonic()
-    with open(logs / f"run-{number}.log", "w") as log:
-        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with open(logs / f"run-{number}.log", "wb") as log:
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         assert proc.stdout is not None
-        for line in proc.stdout:
-            log.write(line)
-            sys.stdout.write(line)
+        while chunk := os.read(proc.stdout.fileno(), 4096):  # as it comes: pytest's progress dots end no line
+            log.write(chunk)
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.buffer.flush()
         code = proc.wait()
     wall = round(time.monotonic() - started, 1)
     if not report.exists():  # pytest died before writing it (collection error, crash): the whole run failed
@@ -111,6 +112,8 @@ def main() -> int:
         parser.error("--runs must be at least 1")
     logs = ROOT / "logs" / "test-repeat"
     logs.mkdir(parents=True, exist_ok=True)
+    for stale in logs.glob("run-*"):  # an earlier, longer repeat's runs
+        stale.unlink()
     runs = [run_once(n, args.marker, args.pytest_args, logs) for n in range(1, args.runs + 1)]
     summary = summarise(runs, args.marker, args.pytest_args)
     out = args.out or ROOT / "bench" / "results" / f"test-repeat-{summary['date']}.json"
