@@ -134,6 +134,7 @@ def test_crew_runs_three_local_agents_each_grounded_in_the_uploaded_text_or_mark
 def test_analysis_returns_a_grounded_brief_with_citations_into_the_document(client, analysis_reply):
     body, seconds = analysis_reply
     print(f"\nanalysis run (AnalyzeDocument through Envoy, offline): {seconds:.1f} s")
+    assert "crew_error" not in body, body["crew_error"]  # the crew ran (a failure would be kept in-band)
     assert body["steps_run"] == ["ingest", "rag", "sentiment", "translate", "crew", "finalize"]
     document_id = body["document_id"]
     text = client.get(f"/v1/documents/{document_id}/text", headers=TENANT).json()

@@ -23,7 +23,7 @@ from services.rag.crew import CrewResult, CrewTaskResult, DocumentInputs, Topic
 from services.rag.crew.grounding import Verdict
 from services.rag.documents import DocumentRecord, DocumentStatus, DocumentText, GraphSyncState, IngestOutcome, Section
 from services.rag.retrieval import RetrievedChunk
-from services.runtime.errors import FailedPrecondition, InvalidArgument, NotFound
+from services.runtime.errors import DeadlineExceeded, DomainError, FailedPrecondition, InvalidArgument, NotFound
 
 from .fakes import PASSAGES, chunk
 
@@ -113,9 +113,12 @@ class FakeAnswers:
 class FakeCrew:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, str]] = []
+        self.error: DomainError | None = None
 
     async def analyze(self, tenant: str, record: DocumentRecord, question: str = "") -> CrewResult:
         self.calls.append((tenant, record.document_id, question))
+        if self.error is not None:
+            raise self.error
         task = CrewTaskResult("document_analyst", "Document Analyst", "- Corrosion on 14 blades [2].", "local",
                               "SmolLM2-135M-Instruct", ("document_search",), Usage(100, 20), Verdict.CITED, ())
         return CrewResult(record.document_id, (task,), task.output, Usage(100, 20), 1.5)
@@ -153,6 +156,24 @@ async def test_a_specific_question_goes_to_the_answer_engine(parts):
     assert answers.calls == [("answer", "Where are blades stored?", ())]
     assert result.answer.citations[0].excerpt == PASSAGES[0] and library.uploads == []
     assert result.steps[0].summary.startswith("Using stored document")
+
+
+async def test_a_crew_failure_is_reported_and_the_rest_of_the_analysis_is_kept(parts):
+    pipeline, *_, crew = parts
+    crew.error = DeadlineExceeded("task 'crew' failed on every provider tried (local: timeout)",
+                                  reason="PROVIDER_TIMEOUT")
+    events = [e async for e in pipeline.stream("acme", AnalysisRequest(text=TEXT))]
+
+    result = events[-1]
+    assert isinstance(result, AnalysisResult) and result.crew is None
+    assert result.steps_run == ("ingest", "rag", "sentiment", "crew", "finalize")
+    assert result.overview and result.answer.citations and result.sentiment is not None
+    crew_step = next(e.step for e in events if isinstance(e, NodeEvent) and e.step.node == "crew")
+    assert crew_step.summary.startswith("Crew not available: DEADLINE_EXCEEDED")
+    response = analysis_pb(result)
+    assert not response.HasField("crew_analysis") and response.crew_error.code == 4
+    assert "PROVIDER_TIMEOUT" in str(response.crew_error.details[0])
+    assert response.overview and response.citations
 
 
 async def test_translation_failure_is_reported_and_the_analysis_goes_on(parts):

@@ -391,7 +391,7 @@ class SentimentSummary(_message.Message):
     def __init__(self, label: _Optional[str] = ..., score: _Optional[float] = ..., confidence: _Optional[float] = ...) -> None: ...
 
 class AnalyzeDocumentResponse(_message.Message):
-    __slots__ = ("document_id", "overview", "topics", "qa_answer", "supporting_context", "crew_analysis", "citations", "steps_run", "sentiment", "translation", "translation_error")
+    __slots__ = ("document_id", "overview", "topics", "qa_answer", "supporting_context", "crew_analysis", "citations", "steps_run", "sentiment", "translation", "translation_error", "crew_error")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     OVERVIEW_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
@@ -403,6 +403,7 @@ class AnalyzeDocumentResponse(_message.Message):
     SENTIMENT_FIELD_NUMBER: _ClassVar[int]
     TRANSLATION_FIELD_NUMBER: _ClassVar[int]
     TRANSLATION_ERROR_FIELD_NUMBER: _ClassVar[int]
+    CREW_ERROR_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     overview: str
     topics: _containers.RepeatedScalarFieldContainer[str]
@@ -414,7 +415,8 @@ class AnalyzeDocumentResponse(_message.Message):
     sentiment: SentimentSummary
     translation: str
     translation_error: _status_pb2.Status
-    def __init__(self, document_id: _Optional[str] = ..., overview: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., qa_answer: _Optional[str] = ..., supporting_context: _Optional[_Iterable[str]] = ..., crew_analysis: _Optional[_Union[CrewAnalyzeResponse, _Mapping]] = ..., citations: _Optional[_Iterable[_Union[_answers_pb2.Citation, _Mapping]]] = ..., steps_run: _Optional[_Iterable[str]] = ..., sentiment: _Optional[_Union[SentimentSummary, _Mapping]] = ..., translation: _Optional[str] = ..., translation_error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+    crew_error: _status_pb2.Status
+    def __init__(self, document_id: _Optional[str] = ..., overview: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., qa_answer: _Optional[str] = ..., supporting_context: _Optional[_Iterable[str]] = ..., crew_analysis: _Optional[_Union[CrewAnalyzeResponse, _Mapping]] = ..., citations: _Optional[_Iterable[_Union[_answers_pb2.Citation, _Mapping]]] = ..., steps_run: _Optional[_Iterable[str]] = ..., sentiment: _Optional[_Union[SentimentSummary, _Mapping]] = ..., translation: _Optional[str] = ..., translation_error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ..., crew_error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
 
 class StreamAnalyzeDocumentRequest(_message.Message):
     __slots__ = ("text", "document_id", "question", "translate_lang", "sync_graph")
