@@ -169,7 +169,7 @@ class IntentClassifier:
         self._encoder_factory = encoder_factory
         self._min_confidence = min_confidence
         self._llm = llm
-        self._index: tuple[Encoder, np.ndarray, list[tuple[str, str]]] | None = None
+        self._index: _ExampleIndex | None = None
 
     def warm(self) -> None:
         """Loads the model and embeds the examples (blocking; call it in a thread)."""
@@ -216,7 +216,7 @@ class IntentClassifier:
         return Classification(answer["intent"], max(0.0, min(1.0, confidence)), "llm",
                               str(answer.get("reasoning") or ""))
 
-    def _example_index(self) -> tuple[Encoder, np.ndarray, list[tuple[str, str]], list[str], np.ndarray]:
+    def _example_index(self) -> _ExampleIndex:
         if self._index is None:
             encoder = self._encoder_factory()
             labelled = [(name, example) for name, i in INTENTS.items() for example in i.examples]
@@ -224,23 +224,35 @@ class IntentClassifier:
             names = list(INTENTS)
             centroids = np.stack([vectors[[n == name for n, _ in labelled]].mean(axis=0) for name in names])
             centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
-            self._index = (encoder, vectors, labelled, names, centroids)
+            self._index = _ExampleIndex(encoder, vectors, labelled, names, centroids)
         return self._index
 
     def _nearest(self, snippet: str) -> Classification:
-        encoder, vectors, labelled, names, centroids = self._example_index()
-        query = encoder.encode([snippet])[0]
-        ranked = sorted(zip(names, (float(s) for s in centroids @ query), strict=True), key=lambda kv: kv[1],
-                        reverse=True)
+        index = self._example_index()
+        query = index.encoder.encode([snippet])[0]
+        ranked = sorted(zip(index.names, (float(s) for s in index.centroids @ query), strict=True),
+                        key=lambda kv: kv[1], reverse=True)
         (top, score), (runner_up, second) = ranked[0], ranked[1]
-        example_scores = vectors @ query
-        nearest = max(range(len(labelled)), key=lambda i: example_scores[i])
+        example_scores = index.vectors @ query
+        nearest = int(example_scores.argmax())
         reasoning = (f"nearest intent {top} ({score:.2f}); runner-up {runner_up} ({second:.2f}); nearest example "
-                     f"{labelled[nearest][1]!r} ({example_scores[nearest]:.2f})")
+                     f"{index.labelled[nearest][1]!r} ({example_scores[nearest]:.2f})")
         if score < self._min_confidence:
             return Classification(FALLBACK_INTENT, FALLBACK_CONFIDENCE, "fallback",
                                   f"no intent reached {self._min_confidence:.2f}: {reasoning}")
         return Classification(top, round(min(1.0, score), 4), "classifier", reasoning, round(score - second, 4))
+
+
+@dataclass(frozen=True)
+class _ExampleIndex:
+    encoder: Encoder
+    vectors: np.ndarray
+    """One row per example, in the order of ``labelled``."""
+    labelled: list[tuple[str, str]]
+    """(intent, example) pairs."""
+    names: list[str]
+    centroids: np.ndarray
+    """One unit row per intent of ``names``: the normalised mean of its examples' vectors."""
 
 
 def llm_classification_prompt(snippet: str) -> tuple[str, str, dict[str, Any]]:
