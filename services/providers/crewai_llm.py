@@ -14,6 +14,10 @@ Retries stay in the router: CrewAI wraps ``call`` in its own rate-limit retry, w
 429s and "rate limit" anywhere in the exception chain, so a failure leaves as
 ``LLMCallFailed`` with no chained cause (the domain error is on ``.failure``). Set the agents'
 ``max_retry_limit=0`` too: that is CrewAI's other retry loop.
+
+CrewAI rejects an empty completion with a ValueError that ends the whole crew; a small model
+sometimes stops at once (or says only what a stop word then cuts), so an empty answer is
+returned as ``empty_answer`` instead, for the caller to recognise as no answer.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class RouterLLM(BaseLLM):
     max_tokens: int | float | None = 512
     timeout_s: float | None = None
     """Per-call deadline; the RPC's remaining deadline still applies when shorter."""
+    empty_answer: str = "(no answer)"
+    """What ``call`` returns for a completion with no text (CrewAI refuses an empty one)."""
 
     _router: Router = PrivateAttr()
     _loop: asyncio.AbstractEventLoop | None = PrivateAttr(default=None)
@@ -187,6 +193,8 @@ class RouterLLM(BaseLLM):
             messages=messages, usage=usage,  # type: ignore[arg-type]  # LLMMessage is a TypedDict of str
         )
         text = self._invoke_after_llm_call_hooks(messages, text, from_agent)  # type: ignore[arg-type]
+        if not response_model and not text.strip():
+            return self.empty_answer
         return self._validate_structured_output(text, response_model) if response_model else text
 
     def _run(self, request: GenerationRequest) -> GenerationResult:

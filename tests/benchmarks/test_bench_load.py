@@ -43,11 +43,14 @@ async def test_errors_are_counted_not_timed():
 
 
 async def test_ladder_stops_once_throughput_flattens_past_the_required_levels():
-    call, _ = capped(2, 0.02)
-    config = LadderConfig(levels=(1, 2, 4, 8, 16, 32), required=(1, 4), base_requests=12, per_client_requests=2)
+    # Real sleeps on a shared machine: the levels' QPS carry noise, so the service's steps are kept far from
+    # the rule's line: 2 slots double 1 (a 100% gain), 4 clients on 2 slots gain 0%, and "flat" is under 50%.
+    call, _ = capped(2, 0.05)
+    config = LadderConfig(levels=(1, 2, 4, 8, 16, 32), required=(1, 4), base_requests=12, per_client_requests=2,
+                          min_gain=0.5)
     result = await ladder(call, ["q"], config)
     walked = [level["concurrency"] for level in result["levels"]]
     assert walked == [1, 2, 4]  # 4 clients gain nothing over 2 on a 2-slot service
     assert result["saturation"]["knee_concurrency"] == 2
     qps = {level["concurrency"]: level["qps"] for level in result["levels"]}
-    assert qps[2] > 1.5 * qps[1]
+    assert qps[2] > 1.3 * qps[1]

@@ -93,7 +93,15 @@ def nlp_entities(client: httpx.Client, document_id: str, headers: dict[str, str]
     return [e["text"] for e in reply.json()["entities"]]
 
 
+def graph_sync_count(mesh, outcome: str) -> float:
+    """The rag process's count of graph outbox entries processed with ``outcome`` (its Prometheus endpoint)."""
+    text = httpx.get(mesh.metrics_urls()["rag"], timeout=10).text
+    line = f'docuthinker_graph_sync_total{{operation="upsert",outcome="{outcome}"}} '
+    return sum(float(row[len(line):]) for row in text.splitlines() if row.startswith(line))
+
+
 def test_ingestion_survives_a_graph_outage_and_a_restart_then_syncs(mesh, client, tenant):
+    retries_before = graph_sync_count(mesh, "retry")
     mesh.stop_service("graph")
     try:
         started = time.monotonic()
@@ -102,7 +110,8 @@ def test_ingestion_survives_a_graph_outage_and_a_restart_then_syncs(mesh, client
         assert harbour["status"] == "DOCUMENT_STATUS_READY"
         assert harbour["graph_sync"] == "GRAPH_SYNC_STATUS_PENDING"
         assert took < 30, f"ingestion waited on the graph ({took:.1f} s)"
-        time.sleep(3)  # the worker has tried (NLP, then the graph) and failed by now
+        # The worker has tried (NLP, then the graph) and failed: its retry counter moved (awaited, not slept on).
+        wait_until(lambda: graph_sync_count(mesh, "retry") > retries_before, "a failed graph sync attempt")
         assert document(client, harbour["document_id"], tenant)["graph_sync"] == "GRAPH_SYNC_STATUS_PENDING"
         listed = client.get("/v1/documents", headers=tenant).json()["documents"]
         assert [d["graph_sync"] for d in listed] == ["GRAPH_SYNC_STATUS_PENDING"]

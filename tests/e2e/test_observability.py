@@ -70,20 +70,46 @@ def sse_events(body: str) -> list[dict]:
     return [json.loads(line[len("data: "):]) for line in body.splitlines() if line.startswith("data: ")]
 
 
+def logged_lines(path, trace_id: str, matches=lambda entry: True, timeout_s: float = 30.0) -> list[dict]:
+    """The JSON lines of a process's log that carry ``trace_id`` (and match), once at least one is there."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = [entry for entry in (json.loads(line) for line in path.read_text().splitlines()
+                                     if line.startswith("{") and trace_id in line) if matches(entry)]
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"no line of {path.name} carries trace {trace_id} after {timeout_s}s"
+        time.sleep(0.2)
+
+
 # -- metrics ------------------------------------------------------------------------------------
 def scalar(prometheus: LocalPrometheus, promql: str) -> float:
     result = prometheus.query(f"sum({promql}) or vector(0)")
     return float(result[0]["value"][1]) if result else 0.0
 
 
+def scraped_after(prometheus: LocalPrometheus, moment: float, timeout_s: float = 30.0) -> None:
+    """Returns once Prometheus has scraped every target after ``moment`` (its own scrape timestamps, on this
+    host's clock): scrapes, not seconds, are what a value waits for, and a loaded machine delays them."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = prometheus.query("min(timestamp(up))")
+        if result and float(result[0]["value"][1]) > moment:
+            return
+        assert time.monotonic() < deadline, f"no scrape of every target within {timeout_s}s"
+        time.sleep(0.2)
+
+
 def settle(prometheus: LocalPrometheus, promql: str, expected: float, timeout_s: float = 20.0) -> float:
-    """The query's value once it reaches ``expected`` and holds for two more scrapes (or the deadline)."""
+    """The query's value once it reaches ``expected`` (or the deadline) and two more scrapes have passed: a
+    count above the expected one would show by then."""
     deadline = time.monotonic() + timeout_s
     value = scalar(prometheus, promql)
     while value < expected and time.monotonic() < deadline:
         time.sleep(0.5)
         value = scalar(prometheus, promql)
-    time.sleep(2.5)  # two scrape intervals: a count above the expected one would show now
+    for _ in range(2):
+        scraped_after(prometheus, time.time())
     return scalar(prometheus, promql)
 
 
@@ -103,7 +129,7 @@ def test_prometheus_scrapes_every_service_and_envoy_and_counts_a_workload(promet
     missing = ('docuthinker_rpc_server_handled_total{service="rag",'
                'method="docuthinker.rag.v1.RagService/GetDocument",code="NOT_FOUND"}')
     envoy_4xx = 'envoy_http_downstream_rq_xx{envoy_http_conn_manager_prefix="ingress",envoy_response_code_class="4"}'
-    time.sleep(1.5)  # one scrape after the targets came up: the baselines below are scraped values
+    scraped_after(prometheus, time.time())  # the baselines below are values scraped after the targets came up
     before = {q: scalar(prometheus, q) for q in (ok, missing, envoy_4xx)}
 
     for _ in range(5):
@@ -133,13 +159,20 @@ def test_an_upload_is_one_trace_from_envoy_through_rag_nlp_and_graph(client, rec
     assert "done" in sse_events(reply.text)[-1], reply.text
 
     def complete(spans: list[Span]) -> bool:
+        """Every span of the trace is in: the sync span, each of its calls answered by a server span, and
+        every span's parent (spans reach the receiver in batches, per process, in no set order)."""
         mine = [s for s in spans if s.trace_id == trace_id]
-        return ({s.service for s in mine} >= {"gateway", "rag", "nlp", "graph"}
-                and any(s.name == "graph_sync.upsert" for s in mine)
-                and any(s.service == "graph" and s.kind == SERVER for s in mine))
+        ids = {s.span_id for s in mine}
+        sync = [s for s in mine if s.name == "graph_sync.upsert"]
+        calls = [s for s in mine if s.kind == CLIENT and sync and s.parent_span_id == sync[0].span_id]
+        answered = {s.parent_span_id for s in mine if s.kind == SERVER}
+        return ({s.service for s in mine} >= {"gateway", "rag", "nlp", "graph"} and len(sync) == 1
+                and {c.name.split("/")[0] for c in calls} >= {"docuthinker.nlp.v1.NlpService",
+                                                              "docuthinker.graph.v1.GraphService"}
+                and all(c.span_id in answered for c in calls)
+                and all(s.parent_span_id in ids for s in mine if s.parent_span_id != caller_span))
 
     receiver.wait_for(complete, timeout_s=60)
-    time.sleep(1.5)  # the last batch of the graph sync's spans
     spans = receiver.trace(trace_id)
     by_id = {s.span_id: s for s in spans}
 
@@ -189,8 +222,15 @@ def test_a_supervisor_call_traces_orchestrator_rag_and_nlp(client, receiver):
     reply = client.post("/v1/supervisor/process", json={"intent": "document.summarize", "text": UPLOAD_TEXT},
                         headers={"traceparent": header})
     assert reply.status_code == 200, reply.text
-    receiver.wait_for(lambda spans: {"gateway", "orchestrator", "nlp"}
-                      <= {s.service for s in spans if s.trace_id == trace_id})
+    def complete(spans: list[Span]) -> bool:
+        """The orchestrator's server span (it ends last) and the parent of every span are in."""
+        mine = [s for s in spans if s.trace_id == trace_id]
+        ids = {s.span_id for s in mine}
+        return ({"gateway", "orchestrator", "nlp"} <= {s.service for s in mine}
+                and any(s.service == "orchestrator" and s.kind == SERVER for s in mine)
+                and all(s.parent_span_id in ids for s in mine if s.parent_span_id != caller_span))
+
+    receiver.wait_for(complete)
     spans = receiver.trace(trace_id)
     by_id = {s.span_id: s for s in spans}
     edge = one(spans, service="gateway", parent_span_id=caller_span)
@@ -215,18 +255,12 @@ def test_an_error_response_carries_a_trace_id_that_finds_its_trace(client, recei
     failed = one(spans, service="rag", name="docuthinker.rag.v1.RagService/GetDocument")
     assert failed.parent_span_id == edge.span_id
     assert failed.status_code == 2 and failed.attributes["rpc.grpc.status_code"] == "NOT_FOUND"
-    # The same id is in Envoy's access log and in the service's JSON log line of the RPC.
-    deadline = time.monotonic() + 10
-    while True:
-        access = [json.loads(line) for line in (traced_mesh.log_dir / "gateway.log").read_text().splitlines()
-                  if line.startswith("{") and trace_id in line]
-        if access or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    assert access and str(access[0]["status"]) == "404", access
-    logged = [json.loads(line) for line in (traced_mesh.log_dir / "rag.log").read_text().splitlines()
-              if line.startswith("{") and trace_id in line]
-    assert any(entry.get("code") == "NOT_FOUND" and entry["trace_id"] == trace_id for entry in logged)
+    # The same id is in Envoy's access log and in the service's JSON log line of the RPC (each written by its
+    # own process, Envoy's flushed every second: awaited, not assumed).
+    access = logged_lines(traced_mesh.log_dir / "gateway.log", trace_id)
+    assert str(access[0]["status"]) == "404", access
+    logged = logged_lines(traced_mesh.log_dir / "rag.log", trace_id, lambda e: e.get("code") == "NOT_FOUND")
+    assert logged[0]["trace_id"] == trace_id
 
 
 def test_domain_metrics_of_real_work_reach_prometheus(prometheus, client):

@@ -7,7 +7,6 @@ server (500s on demand) for the circuit-breaker, budget, dead-letter and restart
 
 from __future__ import annotations
 
-import datetime
 import json
 import threading
 import time
@@ -198,8 +197,10 @@ class FakeOpenAI:
         self.server.shutdown()
 
 
-# Long enough that the fourth request (after three slow local answers) still finds the circuit open.
-COOLDOWN_S = 15
+# Longer than this module runs: the circuit, once open, stays open until the test ends its cooldown by
+# restarting the orchestrator with none (a guessed sleep, or a cooldown the slow local answers could outlast
+# on a loaded machine, made the fourth request a race).
+COOLDOWN_S = 3600
 
 
 @pytest.fixture(scope="module")
@@ -244,7 +245,14 @@ def chat(rclient, message: str = "Say hello in three words.") -> dict:
     return [e["subtask"] for e in sse_events(reply.text) if "subtask" in e][0]
 
 
-def test_provider_failure_trips_the_breaker_fails_over_and_the_probe_closes_it(rclient, vendor):
+def restart_orchestrator(resilient, rclient, **env: str) -> None:
+    resilient.stop_service("orchestrator")
+    resilient.env.update(env)
+    resilient.start_service("orchestrator")
+    wait_routable(rclient)
+
+
+def test_provider_failure_trips_the_breaker_fails_over_and_the_probe_closes_it(resilient, rclient, vendor):
     vendor.failing = True
     for _ in range(3):
         subtask = chat(rclient)
@@ -256,12 +264,15 @@ def test_provider_failure_trips_the_breaker_fails_over_and_the_probe_closes_it(r
     # open: the vendor is skipped
     subtask = chat(rclient)
     assert subtask["data"]["providers_tried"] == ["local"] and vendor.requests == 3
-    # the vendor recovers; after the cooldown a single probe goes through and closes the circuit
+    # The vendor recovers. The cooldown is a duration on the orchestrator's clock: rather than wait it out,
+    # restart the orchestrator with none. It reloads the circuit OPEN (persisted), its cooldown now over, so
+    # the next call is the single probe, which goes through and closes the circuit.
     vendor.failing = False
-    opened = datetime.datetime.fromisoformat(openai["opened_time"].replace("Z", "+00:00")).timestamp()
-    time.sleep(max(0.0, opened + COOLDOWN_S + 0.5 - time.time()))
+    restart_orchestrator(resilient, rclient, DOCUTHINKER_CIRCUIT_COOLDOWN_S="0")
+    assert circuits(rclient)["provider:openai"]["state"] == "CIRCUIT_STATE_OPEN"
     subtask = chat(rclient)
     assert subtask["provider"] == "openai" and subtask["data"]["response"] == "Hello from the vendor."
+    assert subtask["data"]["providers_tried"] == ["openai"] and vendor.requests == 4
     assert circuits(rclient)["provider:openai"]["state"] == "CIRCUIT_STATE_CLOSED"
     costs = rclient.get("/v1/costs", params={"period": "today"}).json()
     assert costs["by_provider"]["openai"]["requests"] == "1"
@@ -303,9 +314,7 @@ def test_restart_keeps_costs_circuits_dead_letters_and_conversations(resilient, 
         "circuits": circuits(rclient),
         "dlq": rclient.get("/v1/dlq").json(),
     }
-    resilient.stop_service("orchestrator")
-    resilient.start_service("orchestrator")
-    wait_routable(rclient)
+    restart_orchestrator(resilient, rclient)
     assert rclient.get("/v1/costs").json()["total_cost"] == before["costs"]["total_cost"] > 0
     after = circuits(rclient)
     assert after["provider:openai"]["total_failures"] == before["circuits"]["provider:openai"]["total_failures"]
@@ -319,10 +328,7 @@ def test_restart_keeps_costs_circuits_dead_letters_and_conversations(resilient, 
 
 
 def test_tiny_budget_rejects_with_429(resilient, rclient):
-    resilient.stop_service("orchestrator")
-    resilient.env["DOCUTHINKER_DAILY_BUDGET_USD"] = "0.0000001"
-    resilient.start_service("orchestrator")
-    wait_routable(rclient)
+    restart_orchestrator(resilient, rclient, DOCUTHINKER_DAILY_BUDGET_USD="0.0000001")
     reply = rclient.post("/v1/supervisor/process", json={"intent": "chat.general", "message": "hello"})
     assert reply.status_code == 429, reply.text
     assert reply.json()["details"][0]["reason"] == "BUDGET_EXCEEDED"

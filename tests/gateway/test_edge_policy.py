@@ -94,6 +94,19 @@ def _admin(tmp_path) -> EnvoyAdmin:
     return EnvoyAdmin(envoy_config.admin_socket(MeshSettings(data_dir=tmp_path)))
 
 
+def active_connections(tmp_path, reached, timeout_s: float = 30.0) -> int:
+    """Envoy's count of open client connections once ``reached(count)`` holds (read from its admin socket)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stats = _admin(tmp_path).get("/stats", {"filter": r"^http\.ingress\.downstream_cx_active$", "format": "json"},
+                                     timeout=5).json()
+        count = int(stats["stats"][0]["value"])
+        if reached(count):
+            return count
+        assert time.monotonic() < deadline, f"{count} open connections after {timeout_s}s"
+        time.sleep(0.05)
+
+
 NO_LIMITS = EdgeSettings(client_rps=0, tenant_rps=0)
 
 
@@ -166,7 +179,7 @@ def test_slow_header_senders_are_cut_off_and_connections_are_capped(tmp_path):
 
         held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(30)]
         try:
-            time.sleep(0.5)
+            active_connections(tmp_path, lambda n: n >= 30)  # Envoy has accepted all of them: the cap is reached
             refused = 0
             for _ in range(5):
                 try:
@@ -178,5 +191,5 @@ def test_slow_header_senders_are_cut_off_and_connections_are_capped(tmp_path):
         finally:
             for s in held:
                 s.close()
-        time.sleep(0.5)
+        active_connections(tmp_path, lambda n: n < 30)
         assert httpx.get(f"{base}/v1/graph/stats", timeout=5).status_code == 503  # room again once they close

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -213,7 +214,12 @@ async def test_a_handler_slower_than_the_claim_keeps_it_renewed_and_runs_once(op
     running = asyncio.create_task(first.replay(letter.id))
     await asyncio.wait_for(handler.entered.wait(), 10)
     clock.advance(10)  # far past the claim it took
-    await asyncio.sleep(0.35)  # renewed meanwhile, from the clock as it is now
+    claim_until = lambda: first._db.one("SELECT claim_until FROM dead_letters WHERE id = ?",  # noqa: E731
+                                        (letter.id,))["claim_until"]
+    deadline = time.monotonic() + 30
+    while claim_until() <= clock():  # until the renewal (every claim_s / 3) runs, from the clock as it is now
+        assert time.monotonic() < deadline, "the claim was not renewed"
+        await asyncio.sleep(0.02)
     with pytest.raises(FailedPrecondition) as busy:
         await asyncio.wait_for(second.replay(letter.id), 5)
     assert busy.value.reason == "RETRY_IN_FLIGHT"

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from payloads import HUNG_S
 
 Reply = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -76,14 +77,19 @@ class VendorServer:
 
         self._replies.append(reply)
 
-    def sse(self, events: Iterable[tuple[str | None, Any]], *, delay_s: float = 0.0) -> None:
-        """Server-sent events: ``(event name or None, data)``; data dicts are JSON-encoded."""
+    def sse(self, events: Iterable[tuple[str | None, Any]], *, delay_s: float = 0.0,
+            hang_after: int | None = None) -> None:
+        """Server-sent events: ``(event name or None, data)``; data dicts are JSON-encoded. ``hang_after``: send
+        that many events, then nothing more until the test ends (a vendor hung mid-stream)."""
         events = list(events)
 
         async def reply(request: web.Request) -> web.StreamResponse:
             response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
             await response.prepare(request)
-            for name, data in events:
+            for sent, (name, data) in enumerate(events):
+                if sent == hang_after:
+                    await self._closing.wait()
+                    return response
                 payload = data if isinstance(data, str) else json.dumps(data)
                 frame = (f"event: {name}\n" if name else "") + f"data: {payload}\n\n"
                 await response.write(frame.encode())
@@ -94,8 +100,8 @@ class VendorServer:
 
         self._replies.append(reply)
 
-    def stall(self, seconds: float) -> None:
-        """Accept the request and say nothing for ``seconds`` (a hung vendor)."""
+    def stall(self, seconds: float = HUNG_S) -> None:
+        """Accept the request and say nothing for ``seconds`` (a hung vendor; by default until the test ends)."""
 
         async def reply(_: web.Request) -> web.StreamResponse:
             try:

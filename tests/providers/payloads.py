@@ -10,6 +10,11 @@ GEMINI_MODEL = "gemini-1.5-pro"
 # -- Anthropic Messages API -----------------------------------------------------------------
 
 
+HUNG_S = 120.0
+"""How long a hung vendor stays silent by default: far longer than any deadline a test sets, so that a call
+returning at all shows the deadline cut it short, however slowly a loaded machine runs the test."""
+
+
 def anthropic_message(content, stop_reason="end_turn", usage=None, model: str = ANTHROPIC_MODEL) -> dict:
     return {
         "id": "msg_01",

@@ -19,7 +19,7 @@ from services.providers.base import (
 from services.providers.gemini_provider import GeminiProvider
 from services.providers.pricing import load_price_table
 
-from payloads import GEMINI_MODEL
+from payloads import HUNG_S, GEMINI_MODEL
 from payloads import gemini_error as error
 from payloads import gemini_response as response
 from payloads import gemini_usage as usage
@@ -171,10 +171,10 @@ async def test_malformed_bodies_are_bad_responses(vendor, text):
 
 
 async def test_a_hung_vendor_times_out_at_the_request_deadline(vendor):
-    vendor.stall(5.0)
+    vendor.stall()
     started = time.monotonic()
     with pytest.raises(ProviderError) as caught:
         await provider(vendor).generate(GenerationRequest(messages=[Message("user", "hi")], timeout_s=1.5))
     assert (caught.value.kind, caught.value.retryable) == ("timeout", True)
-    assert time.monotonic() - started < 3.5  # the 5 s stall was cut short
+    assert time.monotonic() - started < HUNG_S / 4  # the stall was cut short
     assert len(vendor.requests) == 1  # it did reach the (hung) vendor

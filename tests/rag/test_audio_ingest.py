@@ -7,6 +7,8 @@ import asyncio
 import hashlib
 import pathlib
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -136,17 +138,43 @@ def _video_only() -> bytes:
     return buffer.getvalue()
 
 
+class _CountingPool(ThreadPoolExecutor):
+    """The speech pool, telling the test each time a parse is handed to it."""
+
+    def __init__(self, workers: int, on_submit: Callable[[], None]) -> None:
+        super().__init__(workers, thread_name_prefix="held-speech")
+        self._on_submit = on_submit
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = super().submit(fn, *args, **kwargs)
+        self._on_submit()
+        return future
+
+
 class _HeldTranscriber:
-    """A speech port that holds every transcription until released (a fake at the port's boundary)."""
+    """A speech port that holds every transcription until released (a fake at the port's boundary).
+
+    ``all_queued`` is set once ``expected`` parses have been handed to its pool and one of them is
+    transcribing: the state the test needs, awaited rather than guessed with a sleep."""
 
     model_name = "held"
 
-    def __init__(self, workers: int) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
+    def __init__(self, workers: int, expected: int) -> None:
         self.release = threading.Event()
         self.waiting = 0
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="held-speech")
+        self.submitted = 0
+        self.all_queued = asyncio.Event()
+        self._expected = expected
+        self._loop = asyncio.get_running_loop()
+        self._pool = _CountingPool(workers, lambda: self._loop.call_soon_threadsafe(self._submitted))
+
+    def _submitted(self) -> None:
+        self.submitted += 1
+        self._check()
+
+    def _check(self) -> None:
+        if self.submitted >= self._expected and self.waiting:
+            self.all_queued.set()
 
     def executor(self, lane):
         return self._pool
@@ -155,21 +183,26 @@ class _HeldTranscriber:
         from services.speech import Segment, Transcript
 
         self.waiting += 1
+        self._loop.call_soon_threadsafe(self._check)
         self.release.wait(60)
         return Transcript((Segment(0.0, 1.0, "held"),), "en", 1.0, audio.seconds, audio.seconds, "held")
+
+    def close(self) -> None:
+        self.release.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 async def test_recordings_waiting_for_the_speech_pool_do_not_block_other_uploads(tmp_path, briefing) -> None:
     samples, rate, _ = briefing
-    held = _HeldTranscriber(workers=1)
+    # More recordings than the event loop's default thread pool has threads (min(32, cores + 4)).
+    recordings = [encode(np.concatenate([samples, silence(0.1 * i)]), rate, "ogg") for i in range(10)]
+    held = _HeldTranscriber(workers=1, expected=len(recordings))
     runtime = RagRuntime.open(tmp_path, RagSettings(keyword_refresh_delay_s=0.0), MAX_UPLOAD, HashEmbedder(), None,
                               AudioReader(held, max_seconds=30, max_bytes=2 * 1024 * 1024), storage=EMBEDDED)
     try:
-        # More recordings than the event loop's default thread pool has threads (min(32, cores + 4)).
-        recordings = [encode(np.concatenate([samples, silence(0.1 * i)]), rate, "ogg") for i in range(10)]
         waiting = [asyncio.create_task(collect(runtime.pipeline.upload("acme", f"r{i}.ogg", "", data)))
                    for i, data in enumerate(recordings)]
-        await asyncio.sleep(0.5)
+        await asyncio.wait_for(held.all_queued.wait(), 60)  # all ten at the speech pool, one transcribing
         text = await asyncio.wait_for(collect(runtime.pipeline.upload(
             "acme", "notes.txt", "text/plain", b"The ferry leaves at dawn from the east quay.")), 60)
         assert text[-1].document.status is DocumentStatus.READY
@@ -178,5 +211,5 @@ async def test_recordings_waiting_for_the_speech_pool_do_not_block_other_uploads
         done = await asyncio.wait_for(asyncio.gather(*waiting), 120)
         assert all(events[-1].document.status is DocumentStatus.READY for events in done)
     finally:
-        held.release.set()
+        held.close()
         runtime.metadata.close()

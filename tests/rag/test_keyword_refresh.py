@@ -28,10 +28,11 @@ async def test_a_burst_of_changes_costs_one_rebuild_per_tenant() -> None:
 
 async def test_rebuild_waits_while_ingestion_is_busy() -> None:
     index = CountingIndex()
-    busy = {"now": True}
-    refresher = KeywordRefresher(index, delay_s=0.02, busy=lambda: busy["now"], max_wait_s=10)
+    busy, asked = {"now": True}, []
+    refresher = KeywordRefresher(index, delay_s=0.02, busy=lambda: asked.append(1) or busy["now"], max_wait_s=60)
     refresher.notify("acme")
-    await asyncio.sleep(0.2)
+    while len(asked) < 3:  # it has looked, and held back, a few times (counted, not timed)
+        await asyncio.sleep(0.01)
     assert index.refreshed == []
     busy["now"] = False
     await refresher.drain()

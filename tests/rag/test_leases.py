@@ -176,14 +176,35 @@ async def _upload_held_at_embedding(runtime, gate: GatedEmbedder) -> asyncio.Tas
     return upload
 
 
-async def test_the_heartbeat_keeps_the_lease_of_a_long_ingestion(open_runtime, open_store) -> None:
+# A lease that must survive is LIVE_LEASE_S long, renewed every third of it: the test's event loop (which runs
+# the heartbeat too) may stall for up to two thirds of it on a loaded machine before a renewal is late. Leases
+# that must run out are short and waited out, which a slow machine only lengthens.
+LIVE_LEASE_S = 3.0
+
+
+def _counting(monkeypatch, store, method: str) -> list[bool]:
+    """Records each call's result of ``store.<method>`` (a spy: the store still does the work)."""
+    calls: list[bool] = []
+    real = getattr(store, method)
+
+    def spy(*args):
+        result = real(*args)
+        calls.append(result)
+        return result
+
+    monkeypatch.setattr(store, method, spy)
+    return calls
+
+
+async def test_the_heartbeat_keeps_the_lease_of_a_long_ingestion(open_runtime, open_store, monkeypatch) -> None:
     gate = GatedEmbedder()
-    runtime = open_runtime(gate, ingest_lease_s=0.6)
+    runtime = open_runtime(gate, ingest_lease_s=LIVE_LEASE_S)
+    renewals = _counting(monkeypatch, runtime.metadata, "renew_lease")
     task = await _upload_held_at_embedding(runtime, gate)
     other = open_store("starting-replica")
-    for _ in range(8):  # four leases long: renewed all along
-        assert other.claim_unfinished() is None
-        await asyncio.sleep(0.3)
+    for renewed in range(1, 5):  # four heartbeats, more than a lease long: renewed all along
+        await _wait(lambda n=renewed: len(renewals) >= n)
+        assert renewals[-1] and other.claim_unfinished() is None
     (record,) = runtime.metadata.list_documents("acme", 10)
     assert runtime.metadata.lease_holder("acme", record.document_id) == runtime.metadata.owner
     gate.release.set()
@@ -216,14 +237,16 @@ async def test_a_stalled_replica_is_taken_over_and_its_upload_reports_the_takeov
 
 
 @pytest.mark.store_backends("postgres")  # replicas share a PostgreSQL database
-async def test_a_starting_replica_leaves_a_live_ingestion_alone(open_runtime, store_backend) -> None:
+async def test_a_starting_replica_leaves_a_live_ingestion_alone(open_runtime, store_backend, monkeypatch) -> None:
     gate = GatedEmbedder()
-    live = open_runtime(gate, ingest_lease_s=0.6)
+    live = open_runtime(gate, ingest_lease_s=LIVE_LEASE_S)
     upload = await _upload_held_at_embedding(live, gate)
-    starting = open_runtime(ingest_lease_s=0.6)
+    starting = open_runtime(ingest_lease_s=LIVE_LEASE_S)
+    sweeps_made = _counting(monkeypatch, starting.metadata, "claim_unfinished")
+    renewals = _counting(monkeypatch, live.metadata, "renew_lease")
     sweeps = asyncio.create_task(starting.pipeline.sweep_forever(0.2))
-    await asyncio.sleep(1.5)  # several sweeps, more than two leases long
-    assert not starting.pipeline.busy
+    await _wait(lambda: len(sweeps_made) >= 5 and len(renewals) >= 2)  # sweeps across two of the live heartbeats
+    assert not starting.pipeline.busy and not any(sweeps_made)
     gate.release.set()
     events = await upload
     sweeps.cancel()

@@ -34,10 +34,11 @@ async def test_an_indexed_document_leaves_its_sentences_cached(open_runtime) -> 
 
 async def test_warm_up_waits_for_ingestion_to_go_idle() -> None:
     model = HashEmbedder()
-    busy = [True]
-    warmer = SentenceWarmer(CachedEncoder(model), busy=lambda: busy[0], poll_s=0.01)
+    busy, asked = [True], []
+    warmer = SentenceWarmer(CachedEncoder(model), busy=lambda: asked.append(1) or busy[0], poll_s=0.01)
     warmer.notify(["One sentence here. Another one there."])
-    await asyncio.sleep(0.05)
+    while len(asked) < 3:  # it has looked, and held back, a few times (counted, not timed)
+        await asyncio.sleep(0.01)
     assert model.calls == []  # still ingesting: the cores belong to the embedder's ingestion work
     busy[0] = False
     await warmer.drain()

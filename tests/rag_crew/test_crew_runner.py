@@ -13,10 +13,13 @@ import time
 
 import pytest
 
+from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
 from services.providers.base import ProviderError
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
+from services.rag.analysis.messages import crew_pb
 from services.rag.crew import CrewRunner, CrewSettings
+from services.rag.crew.grounding import NO_ANSWER, UNSUPPORTED, Verdict
 from services.rag.documents import DocumentRecord, DocumentStatus
 from services.runtime.errors import DomainError
 
@@ -71,11 +74,35 @@ async def test_offline_crew_runs_every_agent_on_the_local_model_with_evidence_in
     assert "Main topics of the document: turbine blades, corrosion, technicians" in prompt_text(local.requests[0])
     # The loop is collapsed, the fragment the token cap cut off dropped, the cited passage quoted.
     assert result.tasks[0].output == f"- Corrosion was found on 14 blades [2].\n\nSources:\n[2] {PASSAGES[1]}"
+    # The verdict and the cited span: passage [2] is the second hit, its chunk's exact span of the page.
+    assert {t.grounding for t in result.tasks} == {Verdict.CITED}
+    (citation,) = result.tasks[0].citations
+    assert (citation.marker, citation.chunk.chunk_id, citation.excerpt) == (2, f"{DOC}-c1", PASSAGES[1])
+    assert (citation.char_start, citation.char_end) == (0, len(PASSAGES[1]))
+    task_pb = crew_pb(result).tasks[0]
+    assert task_pb.grounding == rag_pb.CREW_GROUNDING_CITED
+    assert [(c.marker, c.document_id, c.excerpt) for c in task_pb.citations] == [(2, DOC, PASSAGES[1])]
     assert result.final_output == result.tasks[-1].output
     assert result.usage.input_tokens == 30 and result.usage.output_tokens == 15
     assert result.usage.cost_usd == pytest.approx(0.003)
     assert all(q[0] == "acme" and q[2] == (DOC,) for q in search.queries)
     assert len(topics.texts) == 1  # one NLP call per crew run
+
+
+async def test_an_answer_that_rests_on_no_passage_is_marked_and_cites_nothing():
+    replies = iter(["- Bananas are yellow and monkeys like them.", "", "- Corrosion was found on 14 blades."])
+    local = FakeProvider("local", reply=lambda request: next(replies))
+
+    result = await runner({"local": local}, "local").analyze("acme", record(), "What are the risks?")
+
+    unsupported, empty, restated = result.tasks
+    assert (unsupported.grounding, unsupported.citations) == (Verdict.UNSUPPORTED, ())
+    assert unsupported.output.endswith(UNSUPPORTED)
+    assert empty.grounding is Verdict.NO_ANSWER and empty.output.startswith(NO_ANSWER)
+    assert [c.excerpt for c in empty.citations] == list(PASSAGES[:3])  # the passages it was given, shown instead
+    assert restated.grounding is Verdict.RESTATED and [c.marker for c in restated.citations] == [2]
+    assert [t.grounding for t in crew_pb(result).tasks] == [
+        rag_pb.CREW_GROUNDING_UNSUPPORTED, rag_pb.CREW_GROUNDING_NO_ANSWER, rag_pb.CREW_GROUNDING_RESTATED]
 
 
 async def test_each_agent_prefers_its_provider_and_falls_back_along_the_router_order():

@@ -10,7 +10,7 @@ from services.providers.settings import ProviderSettings
 from services.rag.crew import CrewSettings
 from services.rag.crew.engines import agent_order, agent_router
 from services.rag.crew.evidence import Snippet, clip
-from services.rag.crew.grounding import NO_ANSWER, UNSUPPORTED, with_sources
+from services.rag.crew.grounding import NO_ANSWER, UNSUPPORTED, Verdict, ground
 from services.rag.crew.tidy import tidy
 
 from .fakes import FakeProvider
@@ -36,14 +36,27 @@ PASSAGES = [Snippet("r.txt", 1, text, "d", f"c{i}") for i, text in enumerate((
 ))]
 
 
-def test_sources_quote_what_an_answer_cites_or_restates():
-    assert with_sources("[2]", PASSAGES) == f"[2]\n\nSources:\n[2] {PASSAGES[1].snippet}"
-    restated = "- Corrosion was found on 14 turbine blades during inspections."
-    assert with_sources(restated, PASSAGES) == f"{restated}\n\nSources:\n[2] {PASSAGES[1].snippet}"
+def test_sources_quote_what_an_answer_cites_or_restates_and_the_verdict_says_which():
+    marker = ground("[2]", PASSAGES)
+    assert (marker.text, marker.verdict, marker.cited) == (f"[2]\n\nSources:\n[2] {PASSAGES[1].snippet}",
+                                                           Verdict.CITED, (2,))
+    restated_text = "- Corrosion was found on 14 turbine blades during inspections."
+    restated = ground(restated_text, PASSAGES)
+    assert (restated.text, restated.verdict, restated.cited) == (
+        f"{restated_text}\n\nSources:\n[2] {PASSAGES[1].snippet}", Verdict.RESTATED, (2,))
     quoted = f"[1] {PASSAGES[0].snippet}"
-    assert with_sources(quoted, PASSAGES) == quoted  # already quoted verbatim: nothing to add
-    assert with_sources("Bananas are yellow [7].", PASSAGES) == f"Bananas are yellow [7].\n\n{UNSUPPORTED}"
-    assert with_sources("", PASSAGES).startswith(f"{NO_ANSWER}\n\nSources:\n[1] ")
+    assert ground(quoted, PASSAGES).text == quoted  # already quoted verbatim: nothing to add
+    empty = ground("", PASSAGES)
+    assert empty.text.startswith(f"{NO_ANSWER}\n\nSources:\n[1] ") and empty.verdict is Verdict.NO_ANSWER
+    assert empty.cited == (1, 2)
+
+
+def test_an_answer_resting_on_no_passage_is_marked_unsupported_with_nothing_cited():
+    for text in ("Bananas are yellow [7].", "The moon is made of cheese."):
+        unsupported = ground(text, PASSAGES)
+        assert (unsupported.text, unsupported.verdict, unsupported.cited) == (
+            f"{text}\n\n{UNSUPPORTED}", Verdict.UNSUPPORTED, ())
+    assert ground("Anything at all.", []).verdict is Verdict.UNSUPPORTED  # no passages: nothing to rest on
 
 
 def test_clip_cuts_at_a_word_boundary():

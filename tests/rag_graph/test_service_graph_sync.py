@@ -170,9 +170,10 @@ async def test_sync_switched_off_leaves_documents_disabled(tmp_path, peers) -> N
 
 
 async def test_sync_resumes_within_seconds_of_the_graph_coming_back_despite_a_long_backoff(tmp_path, peers) -> None:
-    """A real outage (the graph server gone, connections refused), a minute of backoff, then the
-    graph returns on its port: the worker's health watch sees it and syncs at once."""
-    slow_backoff = GraphSyncSettings(poll_interval_s=0.1, backoff_initial_s=60.0, backoff_max_s=120.0,
+    """A real outage (the graph server gone, connections refused), ten minutes of backoff, then the
+    graph returns on its port: the worker's health watch sees it and syncs at once (within a minute on
+    a loaded machine, far from the backoff)."""
+    slow_backoff = GraphSyncSettings(poll_interval_s=0.1, backoff_initial_s=600.0, backoff_max_s=1200.0,
                                      call_timeout_s=10, peer_watch_interval_s=0.2)
     graph_port = peers.ports["graph_port"]
     await peers._servers[1].stop(0)
@@ -180,10 +181,8 @@ async def test_sync_resumes_within_seconds_of_the_graph_coming_back_despite_a_lo
         done = (await rag.upload("guide.md", GUIDE))[-1].done.document
         outbox = rag.service.graph.outbox
         await _until(lambda: (entry := outbox.get("acme", done.document_id)) is not None and entry.attempts >= 1)
-        assert outbox.get("acme", done.document_id).next_attempt_time > time.time() + 30
+        assert outbox.get("acme", done.document_id).next_attempt_time > time.time() + 300
 
         peers._servers[1] = await create_server(graph_binding(peers.graph), MeshSettings(), port=graph_port)
-        back = time.monotonic()
-        await rag.wait_for_sync(done.document_id, timeout=15)
-        assert time.monotonic() - back < 15  # far sooner than the 60 s backoff it was waiting out
+        await rag.wait_for_sync(done.document_id, timeout=60)  # far sooner than the backoff it was waiting out
         assert ("acme", done.document_id) in peers.graph.documents

@@ -255,7 +255,9 @@ class FlippablePeers:
 
 
 async def test_worker_resumes_within_a_watch_interval_when_peers_come_back_not_at_the_end_of_backoff(stores) -> None:
-    harness = Harness(stores, backoff_initial_s=60.0, backoff_max_s=120.0, poll_interval_s=0.05,
+    # Ten minutes of backoff: every wait below is for a condition (bounded by _until's deadline), and the only
+    # way the entry syncs within them is the health watch.
+    harness = Harness(stores, backoff_initial_s=600.0, backoff_max_s=1200.0, poll_interval_s=0.05,
                       peer_watch_interval_s=0.05)
     peers = FlippablePeers()
     harness.worker = GraphSyncWorker(stores.outbox, stores.metadata,
@@ -266,23 +268,18 @@ async def test_worker_resumes_within_a_watch_interval_when_peers_come_back_not_a
     harness.writer.failure = GRAPH_DOWN
     await harness.worker.start()
     try:
-        for _ in range(100):  # the first attempt fails and backs off for a minute
-            entry = stores.outbox.get("acme", "doc")
-            if entry is not None and entry.attempts == 1:
-                break
-            await asyncio.sleep(0.02)
-        assert entry.next_attempt_time > time.time() + 30
-        await asyncio.sleep(0.3)
-        assert peers.checks >= 2, "the worker watches its peers' health during the outage"
+        # The first attempt fails and backs off; the worker watches its peers' health during the outage.
+        await _until(lambda: (entry := stores.outbox.get("acme", "doc")) is not None and entry.attempts == 1,
+                     timeout=30)
+        assert stores.outbox.get("acme", "doc").next_attempt_time > time.time() + 300
+        checks = peers.checks
+        await _until(lambda: peers.checks >= checks + 2, timeout=30)
         assert stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.PENDING
 
         harness.writer.failure = None
         peers.up = True
-        for _ in range(200):
-            if stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.SYNCED:
-                break
-            await asyncio.sleep(0.02)
-        assert stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.SYNCED
+        await _until(lambda: stores.metadata.get_document("acme", "doc").graph_sync is GraphSyncState.SYNCED,
+                     timeout=30)
         assert stores.outbox.entries() == []
     finally:
         await harness.worker.stop()

@@ -25,9 +25,16 @@ def _binding(servicer) -> ServiceBinding:
 
 
 class Probe(pb_grpc.NlpServiceServicer):
-    """Test double at the transport boundary: reports what the runtime gave the handler."""
+    """Test double at the transport boundary: reports what the runtime gave the handler. A request with the
+    text "hold" sets ``held`` and waits for ``release`` (a call known to be in flight)."""
+
+    held = asyncio.Event()
+    release = asyncio.Event()
 
     async def ComputeAnalytics(self, request, context):
+        if request.text == "hold":
+            Probe.held.set()
+            await Probe.release.wait()
         ctx = request_context.current()
         remaining = ctx.time_remaining()
         return pb.ComputeAnalyticsResponse(
@@ -171,10 +178,14 @@ async def test_graceful_stop_reports_not_serving_then_drains(probe):
     await running.set_serving(False)
     reply = await health.Check(health_pb2.HealthCheckRequest(service="docuthinker.nlp.v1.NlpService"))
     assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
-    in_flight = asyncio.ensure_future(stub.ComputeAnalytics(pb.ComputeAnalyticsRequest(text="x")))
-    await asyncio.sleep(0.05)
-    await running.server.stop(2)
-    assert (await in_flight).top_keywords[0].keyword == "default"
+    Probe.held, Probe.release = asyncio.Event(), asyncio.Event()
+    in_flight = asyncio.ensure_future(stub.ComputeAnalytics(pb.ComputeAnalyticsRequest(text="hold")))
+    await asyncio.wait_for(Probe.held.wait(), 30)  # the handler is running: the call is in flight
+    stopping = asyncio.ensure_future(running.server.stop(30))
+    await asyncio.sleep(0)
+    Probe.release.set()
+    assert (await asyncio.wait_for(in_flight, 30)).top_keywords[0].keyword == "default"
+    await stopping
 
 
 class Hanging(pb_grpc.NlpServiceServicer):

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import time
 import urllib.request
 
 import grpc
@@ -113,11 +114,11 @@ async def test_server_and_client_interceptors_count_rpcs_by_code_and_time_them(m
         with pytest.raises(grpc.aio.AioRpcError):
             await call
     # A stream's client metrics are recorded from its done callback, and its server handler ends after
-    # its last message reached the client: give both a moment.
-    for _ in range(100):
-        if (sample("docuthinker_rpc_client_handled_total", **client_stream) > before_stream
-                and sample("docuthinker_rpc_server_in_flight", service="nlp") == 0):
-            break
+    # its last message reached the client: both are awaited (a deadline, not a guess at how long they take).
+    deadline = time.monotonic() + 30
+    while not (sample("docuthinker_rpc_client_handled_total", **client_stream) > before_stream
+               and sample("docuthinker_rpc_server_in_flight", service="nlp") == 0):
+        assert time.monotonic() < deadline, "the stream's metrics were not recorded within 30 s"
         await asyncio.sleep(0.02)
 
     assert sample("docuthinker_rpc_server_handled_total", **ok) - before["ok"] == 3

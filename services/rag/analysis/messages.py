@@ -21,7 +21,8 @@ def crew_pb(result: CrewResult) -> pb.CrewAnalyzeResponse:
         tasks=[
             pb.CrewTaskOutput(agent=t.agent, role=t.role, output=t.output,
                               engine=answers_pb2.Engine(provider=t.provider, model=t.model),
-                              tools_used=list(t.tools_used))
+                              tools_used=list(t.tools_used), grounding=int(t.grounding),
+                              citations=[citation_pb(c) for c in t.citations])
             for t in result.tasks
         ],
         final_output=result.final_output,
@@ -41,7 +42,6 @@ def analysis_pb(result: AnalysisResult) -> pb.AnalyzeDocumentResponse:
         topics=[t.name for t in result.topics],
         qa_answer=result.answer.answer,
         supporting_context=list(result.supporting_context),
-        crew_analysis=crew_pb(result.crew),
         citations=[citation_pb(c) for c in result.answer.citations],
         steps_run=list(result.steps_run),
     )
@@ -52,6 +52,10 @@ def analysis_pb(result: AnalysisResult) -> pb.AnalyzeDocumentResponse:
         response.translation = result.translation.text
     if result.translation_error is not None:
         response.translation_error.CopyFrom(result.translation_error.to_status_proto())
+    if result.crew is not None:
+        response.crew_analysis.CopyFrom(crew_pb(result.crew))
+    if result.crew_error is not None:
+        response.crew_error.CopyFrom(result.crew_error.to_status_proto())
     return response
 
 

@@ -35,10 +35,12 @@ class AnalysisResult:
     topics: tuple[Topic, ...]
     answer: GroundedAnswer
     supporting_context: tuple[str, ...]
-    crew: CrewResult
+    crew: CrewResult | None
+    """None when the crew could not run (``crew_error`` says why)."""
     sentiment: Sentiment | None
     translation: Translation | None
     translation_error: DomainError | None
+    crew_error: DomainError | None
     steps: tuple[Step, ...]
 
     @property

@@ -12,7 +12,9 @@
 - translate (only with translate_lang): NLP TranslateText of the overview; a failure (offline:
   FAILED_PRECONDITION naming the variables that enable a provider) is reported in the result,
   and the analysis goes on.
-- crew: the analyst -> cross-referencer -> curator crew over the document.
+- crew: the analyst -> cross-referencer -> curator crew over the document; a failure (its model
+  timed out on a saturated machine, the budget is spent) is reported in the result, like a
+  translation's, and the analysis goes on: the overview, answer and sentiment stand on their own.
 - graph_sync (only with sync_graph): ingestion already queued the document in the graph
   outbox; this step waits (bounded) for the graph-sync worker to confirm it. It never writes
   to the graph itself.
@@ -67,7 +69,8 @@ class AnalysisState(TypedDict, total=False):
     sentiment: Sentiment
     translation: Translation | None
     translation_error: DomainError | None
-    crew: CrewResult
+    crew: CrewResult | None
+    crew_error: DomainError | None
     steps: Annotated[list[Step], operator.add]
 
 
@@ -183,9 +186,13 @@ class AnalysisPipeline:
             f"Overview translated to {translation.target_language or language} ({translation.engine.provider}).")
 
     async def _run_crew(self, state: AnalysisState) -> tuple[dict, str]:
-        crew = await self._crew.analyze(state["tenant"], state["document"].record, state["question"])
+        try:
+            crew = await self._crew.analyze(state["tenant"], state["document"].record, state["question"])
+        except DomainError as error:
+            return {"crew": None, "crew_error": error}, f"Crew not available: {error.code.name}: {error.message}"
         engines = ", ".join(f"{t.role}: {t.provider}/{t.model}" for t in crew.tasks)
-        return {"crew": crew}, f"Crew of {len(crew.tasks)} agents in {crew.duration_s:.1f} s ({engines})."
+        return {"crew": crew, "crew_error": None}, (
+            f"Crew of {len(crew.tasks)} agents in {crew.duration_s:.1f} s ({engines}).")
 
     async def _graph_sync(self, state: AnalysisState) -> tuple[dict, str]:
         tenant, document_id = state["tenant"], state["document"].record.document_id
@@ -215,7 +222,7 @@ class AnalysisPipeline:
         validate(request)
         question = " ".join(request.question.split()) or self.settings.default_question
         return {"tenant": tenant, "request": request, "question": question, "steps": [],
-                "translation": None, "translation_error": None}
+                "translation": None, "translation_error": None, "crew": None, "crew_error": None}
 
     async def run(self, tenant: str, request: AnalysisRequest) -> AnalysisResult:
         result = None
@@ -264,7 +271,8 @@ def _result(state: AnalysisState) -> AnalysisResult:
         topics=tuple(state["topics"]),
         answer=state["answer"],
         supporting_context=tuple(state["supporting"]),
-        crew=state["crew"],
+        crew=state.get("crew"),
+        crew_error=state.get("crew_error"),
         sentiment=state.get("sentiment"),
         translation=state.get("translation"),
         translation_error=state.get("translation_error"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from services.rag.retrieval import RetrievedChunk
@@ -19,13 +19,15 @@ from services.nlp.client import Topic
 
 @dataclass(frozen=True)
 class Snippet:
-    """One search hit in the seed's shape ``{source, page, snippet}``, plus its provenance ids."""
+    """One search hit in the seed's shape ``{source, page, snippet}``, plus its provenance ids and the hit
+    itself (its chunk's exact span of the document, for the citation of an answer that rests on it)."""
 
     source: str
     page: int
     snippet: str
     document_id: str
     chunk_id: str
+    hit: RetrievedChunk | None = field(default=None, compare=False, repr=False)
 
 
 class EvidenceSearch(Protocol):
@@ -52,14 +54,14 @@ def clip(text: str, limit: int) -> str:
 def snippets(hits: Sequence[RetrievedChunk], limit: int) -> list[Snippet]:
     return [
         Snippet(h.chunk.provenance.filename, h.chunk.provenance.page, clip(h.chunk.text, limit),
-                h.chunk.document_id, h.chunk.chunk_id)
+                h.chunk.document_id, h.chunk.chunk_id, h)
         for h in hits
     ]
 
 
 def search_json(found: Sequence[Snippet]) -> str:
     """The tool's answer to an agent: ``[{source, page, snippet}]``."""
-    return json.dumps([{k: v for k, v in asdict(s).items() if k in ("source", "page", "snippet")} for s in found])
+    return json.dumps([{"source": s.source, "page": s.page, "snippet": s.snippet} for s in found])
 
 
 def topics_json(found: Sequence[Topic]) -> str:

@@ -16,6 +16,7 @@ from crewai import Agent, Crew, Process, Task  # noqa: E402
 
 from services.providers.crewai_llm import LLMCallFailed, RouterLLM  # noqa: E402
 from services.rag.crew.plan import AgentRun, CrewPlan  # noqa: E402
+from services.rag.crew.tidy import EMPTY_ANSWER  # noqa: E402
 from services.rag.crew.tools import tools_for  # noqa: E402
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def run_crew(plan: CrewPlan) -> list[AgentRun]:
     tasks: list[Task] = []
     for member in plan.members:
         llm = RouterLLM(task="crew", router=member.router, loop=plan.loop, max_tokens=plan.max_tokens,
-                        temperature=plan.temperature)
+                        temperature=plan.temperature, empty_answer=EMPTY_ANSWER)
         agent = Agent(
             role=member.role.name,
             goal=member.role.goal,

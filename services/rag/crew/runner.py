@@ -7,8 +7,9 @@
    server's loop through the router, its preferred provider first (``engines``).
 3. Each answer is tidied (the local model loops and echoes its prompt) and followed by the
    passages it cites (``grounding``); each task reports its agent, the provider and model that
-   produced its final answer, the tools that ran for it, and its usage; the crew's usage is
-   the sum over every call.
+   produced its final answer, the tools that ran for it, its usage, its grounding verdict and
+   the exact spans of the document it rests on (none, and said so, when it rests on nothing);
+   the crew's usage is the sum over every call.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from dataclasses import dataclass
 from services.providers.base import Usage
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
+from services.rag.answers.model import Citation
 from services.rag.crew.engines import TASK, agent_router
 from services.rag.crew.evidence import EvidenceSearch, Snippet, Topic, TopicSource, evidence_lines
-from services.rag.crew.grounding import with_sources
+from services.rag.crew.grounding import Verdict, ground
 from services.rag.crew.plan import AgentRun, CrewPlan, Member
 from services.rag.crew.roles import ANALYST, CROSS_REFERENCER, CURATOR, ROLES, task_description
 from services.rag.crew.scope import ToolLog, ToolScope
@@ -53,6 +55,9 @@ class CrewTaskResult:
     model: str
     tools_used: tuple[str, ...]
     usage: Usage
+    grounding: Verdict
+    citations: tuple[Citation, ...]
+    """The chunks the answer cites or restates, as exact spans of their page text (marker: the passage's number)."""
 
 
 @dataclass(frozen=True)
@@ -155,13 +160,23 @@ class CrewRunner:
 def _task_result(run: AgentRun, tools: ToolLog, passages: Sequence[Snippet]) -> CrewTaskResult:
     final = run.results[-1] if run.results else None
     text = tidy(run.raw, truncated=final is not None and final.stop_reason == "max_tokens")
-    output = with_sources(text, passages)
+    grounded = ground(text, passages)
     return CrewTaskResult(
         agent=run.role.agent,
         role=run.role.name,
-        output=output,
+        output=grounded.text,
         provider=final.provider if final else "",
         model=final.model if final else "",
         tools_used=tools.used(run.role.key),
         usage=sum((r.usage for r in run.results), Usage()),
+        grounding=grounded.verdict,
+        citations=tuple(c for n in grounded.cited if (c := _citation(n, passages[n - 1])) is not None),
     )
+
+
+def _citation(marker: int, passage: Snippet) -> Citation | None:
+    if passage.hit is None:
+        return None
+    chunk = passage.hit.chunk
+    return Citation(marker, chunk, chunk.provenance.char_start, chunk.provenance.char_end, chunk.text,
+                    passage.hit.score)

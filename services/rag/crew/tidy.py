@@ -3,7 +3,8 @@
 SmolLM2-135M has no repetition penalty here and often repeats a line until ``max_tokens``,
 sometimes with small edits; the repeats carry nothing, so a sentence that (nearly) repeats an
 earlier one is dropped.
-It also echoes the prompt's scaffolding ("Current Task: Question: ..."): those lines go too.
+It also echoes the prompt's scaffolding ("Current Task: Question: ..."): those lines go too, as
+does the LLM adapter's stand-in for an empty completion (``EMPTY_ANSWER``).
 When the token cap cut the answer off, its trailing fragment is dropped (if complete text
 precedes it).
 """
@@ -19,6 +20,8 @@ _ECHO = re.compile(
     r"this is the context you're working with|begin!)\b",
     re.IGNORECASE,
 )
+EMPTY_ANSWER = "(no answer)"
+"""What the crew's LLM adapter returns for an empty completion (``RouterLLM.empty_answer``)."""
 _SENTENCE = re.compile(r"\s*\S.*?(?:[.!?]+(?=\s|$)|$)")
 _ENDS = (".", "!", "?", ":", ")", "]", "*", "`", '"')
 
@@ -52,7 +55,7 @@ def tidy(text: str, truncated: bool = False) -> str:
     seen: list[frozenset[str]] = []
     kept: list[str] = []
     for line in lines:
-        if _ECHO.match(line):
+        if _ECHO.match(line) or line.strip() == EMPTY_ANSWER:
             continue
         if not line.strip():
             if kept and kept[-1]:

@@ -22,11 +22,24 @@ class FusionMethod(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FUSION_METHOD_SCORE: _ClassVar[FusionMethod]
     FUSION_METHOD_DENSE_ONLY: _ClassVar[FusionMethod]
     FUSION_METHOD_KEYWORD_ONLY: _ClassVar[FusionMethod]
+
+class CrewGrounding(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CREW_GROUNDING_UNSPECIFIED: _ClassVar[CrewGrounding]
+    CREW_GROUNDING_CITED: _ClassVar[CrewGrounding]
+    CREW_GROUNDING_RESTATED: _ClassVar[CrewGrounding]
+    CREW_GROUNDING_NO_ANSWER: _ClassVar[CrewGrounding]
+    CREW_GROUNDING_UNSUPPORTED: _ClassVar[CrewGrounding]
 FUSION_METHOD_UNSPECIFIED: FusionMethod
 FUSION_METHOD_RRF: FusionMethod
 FUSION_METHOD_SCORE: FusionMethod
 FUSION_METHOD_DENSE_ONLY: FusionMethod
 FUSION_METHOD_KEYWORD_ONLY: FusionMethod
+CREW_GROUNDING_UNSPECIFIED: CrewGrounding
+CREW_GROUNDING_CITED: CrewGrounding
+CREW_GROUNDING_RESTATED: CrewGrounding
+CREW_GROUNDING_NO_ANSWER: CrewGrounding
+CREW_GROUNDING_UNSUPPORTED: CrewGrounding
 
 class UploadDocumentRequest(_message.Message):
     __slots__ = ("filename", "file", "document_key")
@@ -445,18 +458,22 @@ class CrewAnalyzeRequest(_message.Message):
     def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ..., question: _Optional[str] = ...) -> None: ...
 
 class CrewTaskOutput(_message.Message):
-    __slots__ = ("agent", "role", "output", "engine", "tools_used")
+    __slots__ = ("agent", "role", "output", "engine", "tools_used", "grounding", "citations")
     AGENT_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
     TOOLS_USED_FIELD_NUMBER: _ClassVar[int]
+    GROUNDING_FIELD_NUMBER: _ClassVar[int]
+    CITATIONS_FIELD_NUMBER: _ClassVar[int]
     agent: str
     role: str
     output: str
     engine: _answers_pb2.Engine
     tools_used: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, agent: _Optional[str] = ..., role: _Optional[str] = ..., output: _Optional[str] = ..., engine: _Optional[_Union[_answers_pb2.Engine, _Mapping]] = ..., tools_used: _Optional[_Iterable[str]] = ...) -> None: ...
+    grounding: CrewGrounding
+    citations: _containers.RepeatedCompositeFieldContainer[_answers_pb2.Citation]
+    def __init__(self, agent: _Optional[str] = ..., role: _Optional[str] = ..., output: _Optional[str] = ..., engine: _Optional[_Union[_answers_pb2.Engine, _Mapping]] = ..., tools_used: _Optional[_Iterable[str]] = ..., grounding: _Optional[_Union[CrewGrounding, str]] = ..., citations: _Optional[_Iterable[_Union[_answers_pb2.Citation, _Mapping]]] = ...) -> None: ...
 
 class CrewAnalyzeResponse(_message.Message):
     __slots__ = ("tasks", "final_output", "usage")
@@ -493,7 +510,7 @@ class SentimentSummary(_message.Message):
     def __init__(self, label: _Optional[str] = ..., score: _Optional[float] = ..., confidence: _Optional[float] = ...) -> None: ...
 
 class AnalyzeDocumentResponse(_message.Message):
-    __slots__ = ("document_id", "overview", "topics", "qa_answer", "supporting_context", "crew_analysis", "citations", "steps_run", "sentiment", "translation", "translation_error")
+    __slots__ = ("document_id", "overview", "topics", "qa_answer", "supporting_context", "crew_analysis", "citations", "steps_run", "sentiment", "translation", "translation_error", "crew_error")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     OVERVIEW_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
@@ -505,6 +522,7 @@ class AnalyzeDocumentResponse(_message.Message):
     SENTIMENT_FIELD_NUMBER: _ClassVar[int]
     TRANSLATION_FIELD_NUMBER: _ClassVar[int]
     TRANSLATION_ERROR_FIELD_NUMBER: _ClassVar[int]
+    CREW_ERROR_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     overview: str
     topics: _containers.RepeatedScalarFieldContainer[str]
@@ -516,7 +534,8 @@ class AnalyzeDocumentResponse(_message.Message):
     sentiment: SentimentSummary
     translation: str
     translation_error: _status_pb2.Status
-    def __init__(self, document_id: _Optional[str] = ..., overview: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., qa_answer: _Optional[str] = ..., supporting_context: _Optional[_Iterable[str]] = ..., crew_analysis: _Optional[_Union[CrewAnalyzeResponse, _Mapping]] = ..., citations: _Optional[_Iterable[_Union[_answers_pb2.Citation, _Mapping]]] = ..., steps_run: _Optional[_Iterable[str]] = ..., sentiment: _Optional[_Union[SentimentSummary, _Mapping]] = ..., translation: _Optional[str] = ..., translation_error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+    crew_error: _status_pb2.Status
+    def __init__(self, document_id: _Optional[str] = ..., overview: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., qa_answer: _Optional[str] = ..., supporting_context: _Optional[_Iterable[str]] = ..., crew_analysis: _Optional[_Union[CrewAnalyzeResponse, _Mapping]] = ..., citations: _Optional[_Iterable[_Union[_answers_pb2.Citation, _Mapping]]] = ..., steps_run: _Optional[_Iterable[str]] = ..., sentiment: _Optional[_Union[SentimentSummary, _Mapping]] = ..., translation: _Optional[str] = ..., translation_error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ..., crew_error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
 
 class StreamAnalyzeDocumentRequest(_message.Message):
     __slots__ = ("text", "document_id", "question", "translate_lang", "sync_graph")
