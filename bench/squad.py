@@ -3,10 +3,10 @@
 The 8 dev articles and 20 distractor articles are indexed together by the production code,
 one document per article (paragraphs joined by blank lines), so every gold answer has exact
 offsets in its document's text. Each dev question goes through the production path: hybrid
-retrieval (default fusion) of a wider pool reordered by sentence evidence and cut to the default
-top_k, as ``AnswerService`` does, then the extractive engine with its learned answerability
-threshold. The answer models were fitted on these same articles (``bench.calibrate_abstention``):
-the figures here are in-sample; the article-level cross-validated ones are in ``answer_model``.
+retrieval (default fusion) of the answer pool, as ``AnswerService`` does, then the extractive engine
+with the shipped answer ranker and its threshold. The ranker was trained with these articles among
+its data (``bench.answer_training``): the figures here are in-sample; the out-of-fold figures by
+document are in the ranker's manifest (``services/rag/answers/models/unit_ranker.json``).
 
 - evidence@5: share of answerable questions whose gold answer span lies inside one of the top 5
   retrieved chunks (same article, offsets covering the span);
@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from bench.corpus import BenchCorpus, DiskCachedEncoder
 from bench.metrics import exact_match, mean, token_f1
 from bench.shared import SHARED
-from services.rag.answers import answer_model
-from services.rag.answers.evidence import EvidenceRanker, pool_size
+from services.rag.answers.answering import pool_size
 from services.rag.answers.extractive import ExtractiveAnswerer, ExtractiveConfig
 from services.rag.retrieval import HybridRetriever, RetrievalConfig
 
@@ -98,18 +97,17 @@ def evaluate_questions(corpus: BenchCorpus, questions: Sequence[Question], encod
     retriever = HybridRetriever(corpus.index, encoder, RetrievalConfig())
     config = ExtractiveConfig() if abstain_threshold is None else ExtractiveConfig(abstain_threshold=abstain_threshold)
     engine = ExtractiveAnswerer(encoder, config)
-    evidence = EvidenceRanker(engine)
     k = retriever.config.default_top_k
     outcomes = []
     for q in questions:
-        # The answer path's evidence (AnswerService.evidence_for): a wider fused pool, reordered, cut to top_k.
+        # The answer path's evidence (AnswerService.evidence_for), and the top_k chunks it shows (best units first).
         pool = retriever.retrieve(BenchCorpus.TENANT, q.text, pool_size(k))
-        retrieved = evidence.rerank(q.text, pool)[:k]
         holds = lambda hits, q=q: any(  # noqa: E731
             corpus.by_document_id[h.chunk.document_id].key == q.article
             and covers(h.chunk.provenance.char_start, h.chunk.provenance.char_end, q.answers) for h in hits[:5])
-        ranked = engine.rank(q.text, retrieved)
-        answer = engine.answer(q.text, retrieved)
+        ranked = engine.rank(q.text, pool)
+        retrieved = engine.order_chunks(ranked, pool)[:k]
+        answer = engine.answer(q.text, pool, shown=k)
         spans = tuple(
             (c.char_start, c.char_end) if corpus.by_document_id[c.chunk.document_id].key == q.article else (-1, -1)
             for c in answer.citations
@@ -119,6 +117,13 @@ def evaluate_questions(corpus: BenchCorpus, questions: Sequence[Question], encod
                                 answer.short_answer, spans, best.span.text if best else "",
                                 best.retrieved.chunk.text if best else "", holds(pool)))
     return outcomes
+
+
+def engine_version() -> dict:
+    from services.rag.answers.ranker import shipped
+
+    ranker = shipped()
+    return {"version": ranker.version, "threshold": ranker.threshold}
 
 
 def summarise(outcomes: Sequence[Outcome]) -> dict:
@@ -165,7 +170,6 @@ def run(quick: bool, encoder: DiskCachedEncoder | None = None) -> dict:
         encoder.save()
         return {"articles": len(corpus.documents), "chunks": corpus.chunk_count, "questions": len(chosen),
                 "index_seconds": round(corpus.index_seconds, 1),
-                "answer_model": answer_model.VERSION,
-                "abstain_threshold": ExtractiveConfig().abstain_threshold, **summarise(outcomes)}
+                "answer_ranker": engine_version(), **summarise(outcomes)}
     finally:
         corpus.close()

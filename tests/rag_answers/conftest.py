@@ -43,10 +43,10 @@ class RagClient:
     def meta(tenant: str) -> tuple[tuple[str, str], ...]:
         return (("x-tenant-id", tenant),)
 
-    async def upload(self, tenant: str, filename: str, text: str) -> str:
+    async def upload(self, tenant: str, filename: str, text: str | bytes, content_type: str = "text/plain") -> str:
         request = pb.UploadDocumentRequest(filename=filename)
-        request.file.content_type = "text/plain"
-        request.file.data = text.encode()
+        request.file.content_type = content_type
+        request.file.data = text.encode() if isinstance(text, str) else text
         done = None
         async for event in self.stub.UploadDocument(request, metadata=self.meta(tenant)):
             if event.WhichOneof("event") == "done":

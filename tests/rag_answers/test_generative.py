@@ -103,3 +103,20 @@ async def test_no_provider_falls_back_to_the_extractive_engine(checker):
     assert len(generator.requests) == 1
     assert answer.engine.provider == "local" and "1998" in answer.answer
     assert answer.support_status is SupportStatus.SUPPORTED
+
+
+DEPOTS = "Depot | Headcount | Vans\nLeeds | 57 | 19\nBristol | 34 | 11\n"
+DEPOT_CHUNK = make_chunk("acme", "d3", DEPOTS, ordinal=0, filename="depots.txt", page=1, char_start=0)
+
+
+async def test_the_model_reads_candidate_cells_and_a_sentence_stating_one_cites_the_cell(checker):
+    index = FakeIndex([DEPOT_CHUNK, PLANT])
+    answerer, generator = engine(checker, "The Bristol depot has a headcount of 34 [1].")
+    service = AnswerService(HybridRetriever(index, index.encoder), ExtractiveAnswerer(get_embedder()), answerer)
+    answer = await service.answer("acme", "How many staff work at the Bristol depot?")
+    user = generator.requests[0][1].messages[0].content
+    assert "row Bristol | column Headcount: 34" in user  # the candidate cells, after the documents
+    citation = answer.citations[0]
+    assert (citation.row_label, citation.column_header, citation.short_answer) == ("Bristol", "Headcount", "34")
+    assert DEPOTS[citation.answer_start : citation.answer_end] == "34"
+    assert citation.char_start <= citation.answer_start < citation.answer_end <= citation.char_end

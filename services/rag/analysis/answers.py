@@ -17,7 +17,7 @@ from typing import Protocol
 
 from services.rag.answers import lexical
 from services.rag.answers.answering import AnswerService
-from services.rag.answers.extractive import ScoredSentence, citation_for
+from services.rag.answers.extractive import ScoredUnit, citation_for
 from services.rag.answers.model import AnswerSentence, GroundedAnswer, SupportStatus, with_marker
 from services.rag.answers.support import answer_status, confidence_note
 from services.rag.retrieval import RetrievedChunk
@@ -66,13 +66,13 @@ class RagAnswers:
     async def brief(self, tenant: str, question: str, document_id: str,
                     summary_sentences: Sequence[str]) -> GroundedAnswer:
         extractive = self._answers.extractive
-        chosen: list[ScoredSentence] = []
+        chosen: list[ScoredUnit] = []
         pool: dict[str, RetrievedChunk] = {}
         for sentence in summary_sentences:
             hits = await self._answers.retriever.search(tenant, sentence, self._k, [document_id])
             pool.update({h.chunk.chunk_id: h for h in hits if h.chunk.chunk_id not in pool})
             ranked = await asyncio.to_thread(extractive.rank, sentence, hits)
-            if not ranked or extractive.answerability(ranked) < extractive.config.abstain_threshold:
+            if not ranked or extractive.answerability(ranked) < extractive.threshold:
                 continue
             best = ranked[0]
             if all((c.retrieved.chunk.document_id, c.page_start) != (best.retrieved.chunk.document_id,

@@ -18,14 +18,11 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from services.providers.errors import NoProviderAvailable
-from services.rag.answers import structural
-from services.rag.answers.evidence import EvidenceRanker, pool_size
 from services.rag.answers.extractive import ExtractiveAnswerer
 from services.rag.answers.generative import GenerativeAnswerer
 from services.rag.questions import split_question
 from services.rag.answers.injection import assess_question
 from services.rag.answers.model import Citation, GroundedAnswer
-from services.rag.answers.typed_spans import acronyms_in
 from services.rag.retrieval import FusionMethod, HybridRetriever, RetrievedChunk
 from services.runtime import domain_metrics, tracing
 from services.runtime.errors import FieldViolation, InvalidArgument, NotFound
@@ -34,6 +31,8 @@ log = logging.getLogger("docuthinker.rag.answers")
 
 MAX_QUESTION_CHARS = 2000
 MAX_DOCUMENT_IDS = 100
+POOL_SIZE = 20
+"""Fused chunks every answer reads its evidence units from (what the answer ranker was trained on)."""
 MISSING_IDS_SHOWN = 5
 """Unknown ids named in a NOT_FOUND: the rest are counted, so the error stays small (and fits a trailer)."""
 """The seed's limit on a question (pydantic max_length)."""
@@ -109,6 +108,10 @@ def unknown_documents(missing: Sequence[str]) -> NotFound:
     )
 
 
+def pool_size(top_k: int) -> int:
+    return max(POOL_SIZE, top_k)
+
+
 def question_parts(question: str) -> list[str]:
     """Sub-questions of a clearly multi-part question ("Who ..., and how ...?"), else the question itself.
 
@@ -127,11 +130,9 @@ class AnswerService:
         generative: GenerativeAnswerer | None = None,
         documents: DocumentLookup | None = None,
         can_generate: Callable[[], bool] | None = None,
-        evidence: EvidenceRanker | None = None,
     ) -> None:
         self.retriever = retriever
         self.extractive = extractive
-        self.evidence = evidence or EvidenceRanker(extractive)
         self._generative = generative
         self._documents = documents
         self._can_generate = can_generate or (lambda: generative is not None)
@@ -177,7 +178,8 @@ class AnswerService:
                                                request.document_ids or None, fusion, expand_with_graph)
 
     async def retrieve(self, tenant: str, request: QueryRequest, top_k: int | None = None) -> list[RetrievedChunk]:
-        """Evidence for the question; a multi-part question retrieves for each part and interleaves them."""
+        """The evidence pool of the question (``pool_size`` fused chunks); a multi-part question retrieves for each
+        part and interleaves them."""
         parts = question_parts(assess_question(request.question).cleaned)
         k = top_k or request.top_k or self.retriever.config.default_top_k
         with self._working():
@@ -192,40 +194,40 @@ class AnswerService:
 
     async def evidence_for(self, tenant: str, question: str, top_k: int,
                            document_ids: Sequence[str] = ()) -> list[RetrievedChunk]:
-        """The ``top_k`` chunks for one question: a wider fused pool reordered by its sentences' evidence."""
-        pool = await self.retriever.search(tenant, question, pool_size(top_k), document_ids or None)
-        ranked = await asyncio.to_thread(self.evidence.rerank, question, pool)
-        # An acronym's definition shares few words with the question: it is also searched for by the acronym alone.
-        acronyms = acronyms_in(question)
-        extra = (await self.retriever.search(tenant, " ".join(acronyms), pool_size(top_k), document_ids or None)
-                 if acronyms else [])
-        return structural.promote(question, ranked, extra)[:top_k]
+        """The evidence pool of one question: the ``pool_size(top_k)`` fused chunks the answer ranker reads."""
+        return await self.retriever.search(tenant, question, pool_size(top_k), document_ids or None)
 
-    async def compose(self, question: str, retrieved: Sequence[RetrievedChunk]) -> GroundedAnswer:
-        """The answer from given evidence: generative when a provider serves it, else extractive.
+    async def compose(self, question: str, retrieved: Sequence[RetrievedChunk], top_k: int = 0) -> GroundedAnswer:
+        """The answer from given evidence: generative when a provider serves it, else extractive; its ``retrieved``
+        are the ``top_k`` (default: the configured) chunks of the evidence holding the best units.
 
         A question carrying instructions for the model is answered from its honest part only.
         """
         started = time.perf_counter()
         with self._working(), tracing.stage("rag.answer", **{"docuthinker.evidence": len(retrieved)}) as span:
-            answer = await self._compose(question, retrieved)
+            answer = await self._compose(question, retrieved, top_k or self.retriever.config.default_top_k)
             span.set_attribute("docuthinker.support", answer.support_status.name.lower())
         domain_metrics.ANSWER_SECONDS.observe(time.perf_counter() - started)
         domain_metrics.ANSWERS.labels(answer.support_status.name.lower()).inc()
         return answer
 
-    async def _compose(self, question: str, retrieved: Sequence[RetrievedChunk]) -> GroundedAnswer:
+    async def _compose(self, question: str, retrieved: Sequence[RetrievedChunk], shown: int) -> GroundedAnswer:
         assessment = assess_question(question)
         asked, flagged = assessment.cleaned, assessment.suspicious
         answer = None
         if self._generative is not None and retrieved and self._can_generate():
+            # The model reads the chunks holding the best units, and the best rows and fields as cells.
+            ranked = await asyncio.to_thread(self.extractive.rank, asked, retrieved)
+            shown_chunks = self.extractive.order_chunks(ranked, retrieved)[:shown]
+            cells = await asyncio.to_thread(self.extractive.candidate_cells, asked, ranked)
             try:
-                answer = await self._generative.answer(asked, retrieved, flagged=flagged)
+                answer = await self._generative.answer(asked, shown_chunks, flagged=flagged, candidates=cells)
             except NoProviderAvailable:
                 log.info("no provider for answers; answering extractively")
         if answer is None:
             parts = question_parts(asked)
-            answer = await asyncio.to_thread(self.extractive.answer_parts, asked, parts, retrieved, flagged=flagged)
+            answer = await asyncio.to_thread(self.extractive.answer_parts, asked, parts, retrieved, flagged=flagged,
+                                             shown=shown)
         return replace(answer, question=question)
 
     async def answer(self, tenant: str, question: str, top_k: int = 0,
@@ -233,7 +235,7 @@ class AnswerService:
         request = self.validate(question, top_k, document_ids)
         await self.check_documents(tenant, request.document_ids)
         retrieved = await self.retrieve(tenant, request)
-        return await self.compose(request.question, retrieved)
+        return await self.compose(request.question, retrieved, request.top_k)
 
     async def stream(self, tenant: str, question: str, top_k: int = 0,
                      document_ids: Sequence[str] = ()) -> AsyncIterator[AnswerEvent]:
@@ -241,8 +243,8 @@ class AnswerService:
         request = self.validate(question, top_k, document_ids)
         await self.check_documents(tenant, request.document_ids)
         retrieved = await self.retrieve(tenant, request)
-        yield RetrievalEvent(tuple(retrieved))
-        answer = await self.compose(request.question, retrieved)
+        answer = await self.compose(request.question, retrieved, request.top_k)
+        yield RetrievalEvent(answer.retrieved)
         pieces = answer.answer.split(" ")
         for i in range(0, len(pieces), 8):
             yield AnswerDelta(" ".join(pieces[i : i + 8]) + (" " if i + 8 < len(pieces) else ""))

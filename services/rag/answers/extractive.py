@@ -1,278 +1,279 @@
-"""The offline answer engine: the best-supported sentence of the retrieved chunks, cited.
+"""The offline answer engine: the evidence unit the learned ranker trusts most, cited, with its short answer.
 
-Every sentence of every retrieved chunk is a candidate (planted instructions never are). Each
-gets generic evidence features (``features``: MiniLM cosine, idf-weighted coverage of the
-question's terms by the sentence, its neighbours and its chunk, verbatim runs, missing names
-and numbers, answer-type match, negation, retrieval rank ...) and a learned probability of
-holding the answer (``scoring``); the best one answers. A second learned model reads the best
-candidate and its lead over the rest and says whether the question is answered at all; under
-the calibrated threshold the answer is the fixed refusal sentence. Citations carry exact
-offsets in the page text: ``provenance.char_start`` + the sentence's offset in the chunk.
+Every unit of the evidence pool (sentences, table rows with their headers, form fields, list items:
+``units``) gets general features (``unit_features``) and a probability of holding the answer from one
+learned model (``ranker``, gradient-boosted trees trained out of fold by document). The best unit
+answers when its probability reaches the threshold chosen out of fold; otherwise the answer is the
+fixed refusal. The answer text leads with the short answer (a row's cell, a field's value, a span of the
+asked-for type: ``short_answers``), then quotes the unit; the citation carries the unit's exact offsets
+in the page text and, for a cell, its row and column. Nothing else decides: no answer-type gate, no
+key-term or label rules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from services.rag.answers import answer_model, lexical
-from services.rag.answers.features import FEATURE_NAMES, Candidate, feature_matrix
-from services.rag.answers.injection import is_instruction
-from services.rag.answers.answer_types import TYPED, AnswerType
-from services.rag.answers.reader import Reader, Reading
+from services.rag.answers import aggregates, summaries
+from services.rag.answers.answer_types import classify
+from services.rag.answers.generative import CandidateCell
 from services.rag.answers.model import REFUSAL, AnswerSentence, Citation, GroundedAnswer, SupportStatus, with_marker
-from services.rag.answers.sentences import Span, split_sentences
-from services.rag.answers.scoring import AnswerScorer, sigmoid
-from services.rag.answers.spans import short_answer
+from services.rag.answers.ranker import AnswerRanker, shipped
+from services.rag.answers.sentences import Span
+from services.rag.answers.short_answers import ShortAnswer, for_unit
 from services.rag.answers.support import answer_status, confidence_note
+from services.rag.answers.unit_features import feature_matrix
+from services.rag.answers.units import Unit, UnitKind, units
+from services.rag.documents import Chunk
 from services.rag.retrieval import RetrievedChunk
 from services.rag.retrieval.ports import QueryEncoder
-
-ABSTAIN_THRESHOLD = answer_model.THRESHOLD
-"""Answerability probability under which the engine abstains (see ``answer_model`` for how it was fitted)."""
 
 
 @dataclass(frozen=True)
 class ExtractiveConfig:
-    abstain_threshold: float = ABSTAIN_THRESHOLD
-    max_sentences: int = 1
-    """One sentence per (sub-)question: on SQuAD a runner-up within the margin lowered citation
-    precision from 0.74 to 0.68 (bench/squad.py, all answerable dev questions) for little added answer."""
-    runner_up_margin: float = 0.03
-    """A second sentence joins the answer only when its probability is within this of the best."""
-    min_words: int = 3
-    """Shorter fragments (headings, table labels) are not answers on their own."""
-    read: bool = True
-    """Answer one-part questions with the typed reader (``reader``): short typed answers, table cells, lists."""
-    read_threshold: float = 0.05
-    """Answerability under which a reader's sentence answer abstains (its type and key-term checks come first)."""
-    soft_threshold: float = 0.2
-    """The same for a who/where answer without an entity of the asked-for type: the learned vote is all that
-    speaks for it, so it must speak clearly."""
+    abstain_threshold: float | None = None
+    """Probability of the best unit under which the engine abstains; None: the ranker's own (chosen out of fold)."""
 
 
 @dataclass(frozen=True)
-class ScoredSentence:
-    retrieved: RetrievedChunk
-    span: Span
-    """Offsets inside the chunk text."""
+class ScoredUnit:
+    unit: Unit
     score: float
-    """Probability that this sentence holds the answer (the learned sentence model)."""
-    cosine: float
-    coverage: float
-    rank_score: float = 0.0
-    """What candidates are ordered by (the sentence model's decision value)."""
+    """Probability that this unit holds the answer (the learned ranker)."""
     features: tuple[float, ...] = ()
-    """The sentence's ``features.FEATURE_NAMES`` row, kept for the answerability model."""
+
+    @property
+    def retrieved(self) -> RetrievedChunk:
+        return self.unit.hit
+
+    @property
+    def span(self) -> Span:
+        return self.unit.span
+
+    @property
+    def rank_score(self) -> float:
+        return self.score
 
     @property
     def page_start(self) -> int:
-        return self.retrieved.chunk.provenance.char_start + self.span.start
+        return self.unit.page_start
 
     @property
     def page_end(self) -> int:
-        return self.retrieved.chunk.provenance.char_start + self.span.end
+        return self.unit.page_end
+
+
+DocumentChunks = Callable[[str, str], Sequence[Chunk]]
+"""``document_chunks(tenant, document_id)``: every chunk of a document, in order (``ChunkIndex.document_chunks``)."""
 
 
 class ExtractiveAnswerer:
     def __init__(self, encoder: QueryEncoder, config: ExtractiveConfig | None = None,
-                 scorer: AnswerScorer | None = None) -> None:
+                 ranker: AnswerRanker | None = None, document_chunks: DocumentChunks | None = None) -> None:
+        """``document_chunks``: whole documents, for summaries and computations over a table (else lookups only)."""
         self._encoder = encoder
         self.config = config or ExtractiveConfig()
-        self.scorer = scorer or AnswerScorer.shipped()
-        self.reader = Reader(self._similarity)
+        self.ranker = ranker or shipped()
+        self._document_chunks = document_chunks
 
-    def _similarity(self, question: str, texts: list[str]) -> np.ndarray:
+    @property
+    def threshold(self) -> float:
+        return self.ranker.threshold if self.config.abstain_threshold is None else self.config.abstain_threshold
+
+    def similarity(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros(0)
         vectors = self._encoder.encode([question, *texts])
         return np.asarray(vectors[1:] @ vectors[0], dtype=float)
 
-    def candidates(self, retrieved: Sequence[RetrievedChunk]) -> list[tuple[RetrievedChunk, Span, Candidate]]:
-        """Every sentence of the retrieved chunks once (chunk overlaps repeat them), in retrieval order."""
-        found: list[tuple[RetrievedChunk, Span, Candidate]] = []
-        seen: set[tuple[str, int, int]] = set()
-        for rank, hit in enumerate(retrieved):
-            p = hit.chunk.provenance
-            source = " ".join((p.filename.rsplit(".", 1)[0], *p.heading_path))
-            spans = split_sentences(hit.chunk.text)
-            for i, span in enumerate(spans):
-                key = (p.document_id, p.section_index, p.char_start + span.start)
-                if key in seen or len(lexical.tokens(span.text)) < self.config.min_words or is_instruction(span.text):
-                    continue
-                seen.add(key)
-                window = hit.chunk.text[spans[max(i - 1, 0)].start : spans[min(i + 1, len(spans) - 1)].end]
-                found.append((hit, span, Candidate(span.text, window, hit.chunk.text, rank, hit.score, source)))
-        return found
-
-    def features(self, question: str, retrieved: Sequence[RetrievedChunk]
-                 ) -> tuple[list[tuple[RetrievedChunk, Span, Candidate]], np.ndarray]:
-        """The candidates and their feature matrix (one ``FEATURE_NAMES`` row each)."""
-        found = self.candidates(retrieved)
-        if not found:
-            return [], np.zeros((0, len(FEATURE_NAMES)))
-        vectors = self._encoder.encode([question, *(c.text for _, _, c in found)])
-        cosines = np.asarray(vectors[1:] @ vectors[0], dtype=float)
-        return found, feature_matrix(question, [c for _, _, c in found], cosines)
-
-    def rank(self, question: str, retrieved: Sequence[RetrievedChunk]) -> list[ScoredSentence]:
-        """Candidate sentences, most likely to hold the answer first."""
-        found, matrix = self.features(question, retrieved)
+    def rank(self, question: str, retrieved: Sequence[RetrievedChunk]) -> list[ScoredUnit]:
+        """The pool's units, most likely to hold the answer first."""
+        found = units(retrieved)
         if not found:
             return []
-        decisions = self.scorer.sentence_decisions(matrix)
-        probabilities = np.asarray(sigmoid(decisions))
-        cosine, coverage = FEATURE_NAMES.index("cosine"), FEATURE_NAMES.index("coverage")
-        scored = [
-            ScoredSentence(hit, span, float(p), float(row[cosine]), float(row[coverage]), float(d), tuple(row))
-            for (hit, span, _), row, d, p in zip(found, matrix, decisions, probabilities, strict=True)
-        ]
-        scored.sort(key=lambda s: -s.rank_score)
+        matrix = feature_matrix(question, found, self.similarity)
+        probabilities = self.ranker.probabilities(matrix)
+        scored = [ScoredUnit(u, float(p), tuple(row)) for u, p, row in zip(found, probabilities, matrix, strict=True)]
+        scored.sort(key=lambda s: -s.score)
         return scored
 
-    def answerability(self, ranked: Sequence[ScoredSentence]) -> float:
-        """Probability that the best-ranked sentence answers the question (0 with none)."""
-        if not ranked:
-            return 0.0
-        matrix = np.asarray([s.features for s in ranked], dtype=float)
-        return self.scorer.answerable(matrix, np.asarray([s.rank_score for s in ranked]))
+    def candidate_cells(self, question: str, ranked: Sequence[ScoredUnit], limit: int = 8) -> list[CandidateCell]:
+        """The best-ranked table rows and form fields as cells (for the generative path's context)."""
+        cells: list[CandidateCell] = []
+        for s in ranked:
+            if len(cells) >= limit:
+                break
+            unit = s.unit
+            if unit.kind not in (UnitKind.ROW, UnitKind.FIELD):
+                continue
+            short = for_unit(question, unit, self.similarity)
+            if short is None or short.start < 0:
+                continue
+            cells.append(CandidateCell(unit.hit.chunk.chunk_id, unit.span.start, unit.span.end,
+                                       short.row_label or unit.label, short.column_header or unit.label, short.text,
+                                       short.start, short.end))
+        return cells
 
-    def select(self, ranked: Sequence[ScoredSentence]) -> list[ScoredSentence]:
-        """The answer's sentences (in page order), or [] to abstain."""
-        if not ranked or self.answerability(ranked) < self.config.abstain_threshold:
-            return []
-        best = ranked[0]
-        chosen = [best]
-        for other in ranked[1 : self.config.max_sentences]:
-            if other.score >= best.score - self.config.runner_up_margin:
-                chosen.append(other)
-        return sorted(chosen, key=lambda s: (s.retrieved.chunk.document_id, s.page_start))
+    def answerability(self, ranked: Sequence[ScoredUnit]) -> float:
+        """Probability that the best unit answers the question (0 with none)."""
+        return ranked[0].score if ranked else 0.0
 
-    def answer(
-        self, question: str, retrieved: Sequence[RetrievedChunk], *, flagged: bool = False
-    ) -> GroundedAnswer:
-        return self.answer_parts(question, [question], retrieved, flagged=flagged)
+    def order_chunks(self, ranked: Sequence[ScoredUnit], pool: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
+        """The pool reordered by each chunk's best unit (chunks without a unit keep their place at the end)."""
+        best: dict[str, float] = {}
+        for s in ranked:
+            best.setdefault(s.unit.hit.chunk.chunk_id, s.score)
+        return sorted(pool, key=lambda h: -best.get(h.chunk.chunk_id, -1.0))
 
-    def answer_parts(
-        self, question: str, parts: Sequence[str], retrieved: Sequence[RetrievedChunk], *, flagged: bool = False
-    ) -> GroundedAnswer:
-        """One answer with a cited part per sub-question; a part without evidence leaves it PARTIAL."""
-        if self.config.read and len(parts) == 1:
-            return self.answer_read(question, parts[0], retrieved, flagged=flagged)
-        chosen = [(part, self.select(self.rank(part, retrieved))) for part in parts]
-        return compose(chosen, question, retrieved, flagged=flagged)
+    def answer(self, question: str, retrieved: Sequence[RetrievedChunk], *, flagged: bool = False,
+               shown: int = 0) -> GroundedAnswer:
+        return self.answer_parts(question, [question], retrieved, flagged=flagged, shown=shown)
 
+    def answer_parts(self, question: str, parts: Sequence[str], retrieved: Sequence[RetrievedChunk], *,
+                     flagged: bool = False, shown: int = 0) -> GroundedAnswer:
+        """One cited unit per (sub-)question whose best unit clears the threshold; the rest are unanswered.
 
-    def reading(self, question: str, retrieved: Sequence[RetrievedChunk]) -> tuple[Reading | None, float]:
-        """The reader's answer and the learned answerability of the ranked evidence."""
+        The answer's ``retrieved`` are the ``shown`` chunks (0: all) holding the best units, best first."""
+        if len(parts) == 1 and retrieved and self._document_chunks is not None:
+            computed = self.summary(question, retrieved) or self.aggregate(question, retrieved)
+            if computed is not None:
+                return computed
+        chosen: list[tuple[str, ScoredUnit | None]] = []
+        best_of: dict[str, float] = {}
+        for part in parts:
+            ranked = self.rank(part, retrieved)
+            best = ranked[0] if ranked and ranked[0].score >= self.threshold else None
+            chosen.append((part, best))
+            for s in ranked:
+                key = s.unit.hit.chunk.chunk_id
+                best_of[key] = max(best_of.get(key, -1.0), s.score)
+        ordered = sorted(retrieved, key=lambda h: -best_of.get(h.chunk.chunk_id, -1.0))
+        return self.compose(question, chosen, ordered[:shown] if shown else ordered, flagged=flagged)
+
+    def summary(self, question: str, retrieved: Sequence[RetrievedChunk]) -> GroundedAnswer | None:
+        """A summary question answered by the central sentences of the document it is about, each cited."""
+        if not summaries.asks_for_summary(question) or self._document_chunks is None:
+            return None
+        document = summaries.target_document(retrieved)
+        tenant = retrieved[0].chunk.tenant
+        chunks = list(self._document_chunks(tenant, document)) if document else []
+        picked = summaries.central_sentences(chunks, self._encoder.encode)
+        if not picked:
+            return None
+        citations, sentences, texts = [], [], []
+        for marker, (chunk, start, end, text) in enumerate(picked, 1):
+            base = chunk.provenance.char_start
+            citations.append(Citation(marker=marker, chunk=chunk, char_start=base + start, char_end=base + end,
+                                      excerpt=text, score=1.0, answer_type="summary"))
+            sentences.append(AnswerSentence(" ".join(text.split()), (marker,), True, 1.0, 0))
+            texts.append(with_marker(text, marker))
+        name = picked[0][0].provenance.filename
+        status = SupportStatus.SUPPORTED
+        return GroundedAnswer(question, f"Summary of {name}: " + " ".join(texts), tuple(citations), tuple(retrieved),
+                              status, confidence_note(status), tuple(sentences), answer_type="summary")
+
+    def aggregate(self, question: str, retrieved: Sequence[RetrievedChunk]) -> GroundedAnswer | None:
+        """"Which row has the highest X", "how many rows": computed over the whole table the evidence's rows are from."""
+        kind = aggregates.asked(question)
+        if kind is None or self._document_chunks is None:
+            return None
         ranked = self.rank(question, retrieved)
-        return self.reader.read(question, ranked, retrieved), self.answerability(ranked)
+        if not ranked or ranked[0].unit.kind is not UnitKind.ROW:
+            return None  # the best evidence is not a table row: a superlative about prose is a lookup
+        rows = [s for s in ranked[:10] if s.unit.kind is UnitKind.ROW and s.unit.header_cells]
+        for scored in rows[:3]:
+            header = [c.text for c in scored.unit.header_cells]
+            chunks = self._document_chunks(scored.unit.hit.chunk.tenant, scored.unit.document_id)
+            found = aggregates.compute(question, kind, header, chunks, self.similarity)
+            if found is not None:
+                return self._aggregate_answer(question, found, retrieved)
+        return None
 
-    def accepts(self, reading: Reading | None, answerability: float) -> bool:
-        """SUPPORTED needs the asked-for type, the key terms covered, and (for sentences) the learned threshold."""
-        if reading is None or not reading.supported:
-            return False
-        # A span of the asked-for type whose evidence holds every key term needs no learned vote.
-        typed_and_covered = (reading.kind in TYPED and not reading.soft and reading.coverage >= 0.75
-                             and reading.unseen_terms == 0)
-        # So does a value the document labels with the attribute asked about ("Fax: ...", "four lines of code").
-        labelled = (reading.labelled or 0) >= 1 and not reading.soft
-        threshold = self.config.soft_threshold if reading.soft else self.config.read_threshold
-        return reading.from_table or typed_and_covered or labelled or answerability >= threshold
+    def _aggregate_answer(self, question: str, found: aggregates.Aggregate,
+                          retrieved: Sequence[RetrievedChunk]) -> GroundedAnswer:
+        chunk, row = found.chunk, found.row
+        base = chunk.provenance.char_start
+        excerpt = chunk.text[row.start:row.end]
+        if found.kind == "count":
+            text = f"{found.rows} rows are listed in the table with the columns: {excerpt.strip()}"
+            short = str(found.rows)
+        else:
+            word = "highest" if found.kind == "max" else "lowest"
+            text = f"{found.label} has the {word} {found.column}: {found.value}"
+            short = found.value
+        cell = found.cell
+        citation_ = Citation(
+            marker=1, chunk=chunk, char_start=base + row.start, char_end=base + row.end, excerpt=excerpt, score=1.0,
+            row_label=found.label, column_header=found.column, short_answer=short, answer_type=f"aggregate_{found.kind}",
+            answer_start=base + cell.start if cell else -1, answer_end=base + cell.end if cell else -1)
+        status = SupportStatus.SUPPORTED
+        return GroundedAnswer(question, with_marker(text, 1), (citation_,), tuple(retrieved), status,
+                              confidence_note(status), (AnswerSentence(text, (1,), True, 1.0, 0),), short_answer=short,
+                              answer_type=f"aggregate_{found.kind}")
 
-    def answer_read(self, question: str, asked: str, retrieved: Sequence[RetrievedChunk], *,
-                    flagged: bool = False) -> GroundedAnswer:
-        reading, answerability = self.reading(asked, retrieved)
-        if not self.accepts(reading, answerability):
-            note = confidence_note(SupportStatus.INSUFFICIENT, flagged=flagged)
-            return GroundedAnswer(question, REFUSAL, (), tuple(retrieved), SupportStatus.INSUFFICIENT, note,
-                                  answer_type=reading.kind.value if reading else "")
-        assert reading is not None
-        citation = reading_citation(1, reading, answerability)
-        text = with_marker(answer_text(reading), 1)
-        sentence = AnswerSentence(" ".join(answer_text(reading).split()), (1,), True, answerability, 0)
+    def compose(self, question: str, chosen: Sequence[tuple[str, ScoredUnit | None]],
+                retrieved: Sequence[RetrievedChunk], *, flagged: bool = False) -> GroundedAnswer:
+        citations: list[Citation] = []
+        sentences: list[AnswerSentence] = []
+        texts: list[str] = []
+        unanswered = [part for part, best in chosen if best is None]
+        short_text = ""
+        answer_type = classify(question).value if len(chosen) == 1 else ""
+        for index, (part, best) in enumerate(chosen):
+            if best is None:
+                continue
+            marker = len(citations) + 1
+            short = for_unit(part, best.unit, self.similarity)
+            citations.append(citation(marker, best, short, classify(part).value))
+            text = presented(best.unit, short)
+            texts.append(with_marker(text, marker))
+            sentences.append(AnswerSentence(text, (marker,), True, best.score, index))
+            if len(chosen) == 1:
+                short_text = short.text if short is not None else " ".join(best.unit.text.split())
+        status = answer_status([True] * len(sentences), unanswered_parts=len(unanswered))
+        if not sentences:
+            text = REFUSAL
+        else:
+            text = " ".join(texts)
+            if unanswered and len(chosen) > 1:
+                text += " " + REFUSAL.replace("this question", "the rest of the question")
+        note = confidence_note(status if sentences else SupportStatus.INSUFFICIENT,
+                               unanswered=unanswered if len(chosen) > 1 else (), flagged=flagged)
         return GroundedAnswer(
-            question=question, answer=text, citations=(citation,), retrieved=tuple(retrieved),
-            support_status=SupportStatus.SUPPORTED, confidence_note=confidence_note(SupportStatus.SUPPORTED, flagged=flagged),
-            sentences=(sentence,), short_answer=reading.short, answer_type=reading.kind.value,
+            question=question, answer=text, citations=tuple(citations), retrieved=tuple(retrieved),
+            support_status=status if sentences else SupportStatus.INSUFFICIENT, confidence_note=note,
+            sentences=tuple(sentences), short_answer=short_text, answer_type=answer_type,
         )
 
 
-SHORT_KINDS = TYPED | {AnswerType.DEFINITION}
-"""Answer types whose short answer leads the answer text (a free-text answer is its sentence)."""
+def presented(unit: Unit, short: ShortAnswer | None) -> str:
+    """The short answer first, then the quote that supports it ("245 — Duster 360 | 14.3 | 8 | 245")."""
+    quote = " ".join(unit.text.split())
+    if short is None:
+        return quote
+    value = " ".join(short.text.split())
+    if not value or value == quote or len(value) >= len(quote):
+        return quote
+    if short.column_header and short.row_label:
+        return f"{value} ({short.column_header}, {short.row_label}): “{quote}”"
+    return f"{value}: “{quote}”"
 
 
-def answer_text(reading: Reading) -> str:
-    """The short answer and where it comes from: the sentence, the table row and column, or the list."""
-    source = " ".join(reading.source.text.split())
-    short = " ".join(reading.short.split())
-    if reading.from_table:
-        return f"{short} ({reading.column_header} for {reading.row_label}; row: {source})"
-    if reading.items:
-        return f"{short} (from: {source})"
-    if reading.kind not in SHORT_KINDS or not short or short == source or len(short) >= len(source):
-        return source
-    return f"{short}: {source}"
-
-
-def reading_citation(marker: int, reading: Reading, score: float) -> Citation:
-    base = reading.hit.chunk.provenance.char_start
+def citation(marker: int, scored: ScoredUnit, short: ShortAnswer | None, answer_type: str = "") -> Citation:
+    unit = scored.unit
+    base = unit.hit.chunk.provenance.char_start
     return Citation(
-        marker=marker, chunk=reading.hit.chunk, char_start=base + reading.source.start, char_end=base + reading.source.end,
-        excerpt=reading.source.text, score=score, row_label=reading.row_label, column_header=reading.column_header,
-        short_answer=reading.short, answer_type=reading.kind.value,
-        answer_start=base + reading.short_start if reading.short_start >= 0 else -1,
-        answer_end=base + reading.short_end if reading.short_end >= 0 else -1,
+        marker=marker, chunk=unit.hit.chunk, char_start=unit.page_start, char_end=unit.page_end, excerpt=unit.text,
+        score=scored.score, row_label=short.row_label if short else "", column_header=short.column_header if short else "",
+        short_answer=short.text if short else "", answer_type=answer_type,
+        answer_start=base + short.start if short and short.start >= 0 else -1,
+        answer_end=base + short.end if short and short.end >= 0 else -1,
     )
 
 
-def citation_for(marker: int, sentence: ScoredSentence) -> Citation:
-    return Citation(
-        marker=marker,
-        chunk=sentence.retrieved.chunk,
-        char_start=sentence.page_start,
-        char_end=sentence.page_end,
-        excerpt=sentence.span.text,
-        score=sentence.score,
-    )
-
-
-def compose(
-    parts: Sequence[tuple[str, Sequence[ScoredSentence]]],
-    question: str,
-    retrieved: Sequence[RetrievedChunk],
-    *,
-    flagged: bool = False,
-) -> GroundedAnswer:
-    """One answer from the chosen sentences of each part (a part with none is unanswered)."""
-    citations: list[Citation] = []
-    sentences: list[AnswerSentence] = []
-    unanswered = [sub for sub, chosen in parts if not chosen]
-    for part, (_, chosen) in enumerate(parts):
-        for sentence in chosen:
-            marker = len(citations) + 1
-            citations.append(citation_for(marker, sentence))
-            sentences.append(AnswerSentence(" ".join(sentence.span.text.split()), (marker,), True, sentence.score, part))
-    status = answer_status([True] * len(sentences), unanswered_parts=len(unanswered))
-    if not sentences:
-        text = REFUSAL
-    else:
-        text = " ".join(with_marker(s.text, s.markers[0]) for s in sentences)
-        if unanswered and len(parts) > 1:
-            text += " " + REFUSAL.replace("this question", "the rest of the question")
-    short = ""
-    if len(parts) == 1 and parts[0][1]:
-        best = max(parts[0][1], key=lambda s: s.rank_score)
-        found = short_answer(parts[0][0], best.span.text)
-        short = found.text if found else best.span.text
-    note = confidence_note(status, unanswered=unanswered if len(parts) > 1 else (), flagged=flagged)
-    return GroundedAnswer(
-        question=question,
-        answer=text,
-        citations=tuple(citations),
-        retrieved=tuple(retrieved),
-        support_status=status if sentences else SupportStatus.INSUFFICIENT,
-        confidence_note=note,
-        sentences=tuple(sentences),
-        short_answer=short,
-    )
+def citation_for(marker: int, scored: ScoredUnit) -> Citation:
+    """A unit's citation without a short answer (the analysis pipeline's sentences)."""
+    return citation(marker, scored, None)

@@ -8,6 +8,11 @@ PARTIAL, or INSUFFICIENT (the fixed refusal) when nothing survives. Citations po
 exact supporting sentence inside the cited chunk, so their offsets are as precise as the
 extractive engine's.
 
+The answer ranker's best table rows and form fields are listed after the documents as candidate
+cells ("[2] row Bristol | column Headcount: 34"), read with their headers, so the model sees which cell
+a table's layout gives each value; a kept sentence whose cited span is one of those rows and which
+states one of its cells cites that cell (row, column and the cell's offsets), as the extractive engine does.
+
 When no provider can serve the task, the router raises ``NoProviderAvailable`` and the caller
 falls back to the extractive engine.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from services.providers.base import GenerationRequest, GenerationResult, Message
@@ -43,8 +49,35 @@ class TextGenerator(Protocol):
     async def generate(self, task: str, request: GenerationRequest) -> GenerationResult: ...
 
 
-def build_request(question: str, retrieved: Sequence[RetrievedChunk], max_tokens: int = 600) -> GenerationRequest:
+@dataclass(frozen=True)
+class CandidateCell:
+    """A table cell or form value the answer ranker rates likely, offered to the model with its row and column."""
+
+    chunk_id: str
+    start: int
+    """The row's (or field's) offsets inside the chunk's text."""
+    end: int
+    row_label: str
+    column_header: str
+    value: str
+    value_start: int
+    """The cell's offsets inside the chunk's text."""
+    value_end: int
+
+
+def candidate_lines(candidates: Sequence[CandidateCell], retrieved: Sequence[RetrievedChunk]) -> list[str]:
+    marker = {hit.chunk.chunk_id: i for i, hit in enumerate(retrieved, start=1)}
+    return [f"[{marker[c.chunk_id]}] row {c.row_label} | column {c.column_header}: {c.value}"
+            for c in candidates if c.chunk_id in marker]
+
+
+def build_request(question: str, retrieved: Sequence[RetrievedChunk], max_tokens: int = 600,
+                  candidates: Sequence[CandidateCell] = ()) -> GenerationRequest:
     blocks = [fence(i, _source(hit), hit.chunk.text) for i, hit in enumerate(retrieved, start=1)]
+    lines = candidate_lines(candidates, retrieved)
+    if lines:
+        # Still data from the documents (never instructions): fenced as one more block.
+        blocks.append(fence(len(retrieved) + 1, "table cells read with their row and column headers", "\n".join(lines)))
     user = "\n\n".join(blocks) + f"\n\nQuestion (answer only from the documents above): {question}"
     return GenerationRequest(messages=[Message("user", user)], system=SYSTEM_PROMPT, temperature=0.0,
                              max_tokens=max_tokens)
@@ -68,10 +101,11 @@ class GenerativeAnswerer:
         self._checker = checker
 
     async def answer(
-        self, question: str, retrieved: Sequence[RetrievedChunk], *, flagged: bool = False
+        self, question: str, retrieved: Sequence[RetrievedChunk], *, flagged: bool = False,
+        candidates: Sequence[CandidateCell] = (),
     ) -> GroundedAnswer:
-        result = await self._generator().generate(TASK, build_request(question, retrieved))
-        return self.verify(question, result.text, retrieved, result, flagged=flagged)
+        result = await self._generator().generate(TASK, build_request(question, retrieved, candidates=candidates))
+        return self.verify(question, result.text, retrieved, result, flagged=flagged, candidates=candidates)
 
     def verify(
         self,
@@ -81,8 +115,10 @@ class GenerativeAnswerer:
         result: GenerationResult | None = None,
         *,
         flagged: bool = False,
+        candidates: Sequence[CandidateCell] = (),
     ) -> GroundedAnswer:
-        """Keeps the generated sentences whose cited chunks support them; cites the exact spans."""
+        """Keeps the generated sentences whose cited chunks support them; cites the exact spans (a cell when the
+        span is a candidate row and the sentence states its cell)."""
         kept: list[AnswerSentence] = []
         citations: list[Citation] = []
         dropped = 0
@@ -98,8 +134,8 @@ class GenerativeAnswerer:
             hit = retrieved[cited[check.evidence_index] - 1]
             start = hit.chunk.provenance.char_start + check.span.start
             marker = len(citations) + 1
-            citations.append(Citation(marker, hit.chunk, start, start + len(check.span.text), check.span.text,
-                                      check.score))
+            found = Citation(marker, hit.chunk, start, start + len(check.span.text), check.span.text, check.score)
+            citations.append(cell_citation(found, claim, check.span.start, check.span.end, candidates))
             kept.append(AnswerSentence(claim, (marker,), True, check.score))
         status = answer_status([True] * len(kept) + [False] * dropped)
         if not kept:
@@ -118,6 +154,19 @@ class GenerativeAnswerer:
             engine=engine,
             usage=usage,
         )
+
+
+def cell_citation(citation: Citation, claim: str, start: int, end: int,
+                  candidates: Sequence[CandidateCell]) -> Citation:
+    """The citation narrowed to a candidate's cell when its span holds that row and the claim states the cell."""
+    said = " ".join(claim.lower().split())
+    base = citation.chunk.provenance.char_start
+    for c in candidates:
+        if (c.chunk_id == citation.chunk.chunk_id and start <= c.value_start and c.value_end <= end
+                and " ".join(c.value.lower().split()) in said):
+            return replace(citation, row_label=c.row_label, column_header=c.column_header, short_answer=c.value,
+                           answer_start=base + c.value_start, answer_end=base + c.value_end)
+    return citation
 
 
 def _usage(result: GenerationResult | None) -> Usage:

@@ -13,6 +13,7 @@ import json
 import pathlib
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,8 @@ class RankerMismatchError(RuntimeError):
 
 @dataclass(frozen=True)
 class AnswerRanker:
-    booster: object
+    booster: Any
+    """A ``lightgbm.Booster`` (typed loosely: LightGBM is imported only when a model is loaded)."""
     threshold: float
     """Probability of the best unit under which the engine abstains (chosen out of fold)."""
     version: str = ""

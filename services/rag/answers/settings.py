@@ -11,7 +11,6 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.rag.answers.extractive import ABSTAIN_THRESHOLD
 from services.rag.retrieval.config import DEFAULT_FUSION, DEFAULT_SCORE_FUSION, FusionMethod, RetrievalConfig
 from services.rag.retrieval.fusion import Normalisation, ScoreFusionConfig
 
@@ -38,8 +37,9 @@ class AnswerSettings(BaseSettings):
     """Longest question or search query, in characters (INVALID_ARGUMENT above)."""
     max_document_ids: int = Field(default=100, ge=1)
     """Most ``document_ids`` one question or search may name (INVALID_ARGUMENT above)."""
-    abstain_threshold: float = Field(default=ABSTAIN_THRESHOLD, ge=0, le=1)
-    """Extractive answers abstain when the learned answerability (a probability) is below this (fitted on SQuAD 2.0)."""
+    abstain_threshold: float | None = Field(default=None, ge=0, le=1)
+    """Extractive answers abstain when the answer ranker's probability for the best evidence is below this; unset:
+    the threshold chosen out of fold with the shipped ranker (services/rag/answers/models/unit_ranker.json)."""
     generative_answers: bool = True
     """Use an LLM provider for answers when one is configured for the ``answer`` task (else extractive)."""
     llm_planner: bool = True

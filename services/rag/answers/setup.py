@@ -56,7 +56,8 @@ def build_answering(
     retriever = HybridRetriever(index, encoder, settings.retrieval_config(),
                                 related_documents=related_documents if settings.graph_expansion else None)
     checker = SupportChecker(cached)
-    extractive = ExtractiveAnswerer(cached, ExtractiveConfig(abstain_threshold=settings.abstain_threshold))
+    extractive = ExtractiveAnswerer(cached, ExtractiveConfig(abstain_threshold=settings.abstain_threshold),
+                                    document_chunks=index.document_chunks)
     generative = GenerativeAnswerer(lambda: router, checker) if settings.generative_answers else None
     answers = AnswerService(retriever, extractive, generative, documents, can_generate=lambda: _serves(router, "answer"))
     planner = Planner(lambda: router, can_generate=lambda: settings.llm_planner and _serves(router, "plan"))

@@ -40,6 +40,8 @@ FEATURE_NAMES: tuple[str, ...] = (
     # lexical
     "novel_share", "idf_cover_unit", "idf_cover_context", "idf_cover_chunk", "idf_cover_document_pool", "cover_unit",
     "bigrams", "longest_run", "idf_cover_lead",
+    # how much of the unit's own labels the question names (a row's label, a header, a field's label, the title)
+    "label_in_q", "header_in_q", "context_in_q", "label_lead",
     # names and numbers of the question
     "names_missing_unit", "names_missing_context", "names_missing_pool", "numbers_in_question",
     "years_missing_context", "q_terms",
@@ -162,6 +164,27 @@ def _neighbours(units: Sequence[Unit]) -> list[tuple[int, int]]:
     return out
 
 
+def _named_by(text: str, q: QuestionView) -> float:
+    """Share of a label's content terms the question holds (1.0: the question names it outright)."""
+    terms = lexical.content_terms(text) if text else frozenset()
+    return len(terms & q.terms) / len(terms) if terms else 0.0
+
+
+def _label_lead(units: Sequence[Unit], cos: dict[str, float]) -> list[float]:
+    """How far a row's label is nearer the question than the best other label of its chunk (0 for other units)."""
+    by_chunk: dict[str, list[int]] = {}
+    for i, u in enumerate(units):
+        if u.label:
+            by_chunk.setdefault(u.hit.chunk.chunk_id, []).append(i)
+    out = [0.0] * len(units)
+    for members in by_chunk.values():
+        values = [cos[units[i].label] for i in members]
+        for k, i in enumerate(members):
+            others = values[:k] + values[k + 1:]
+            out[i] = values[k] - max(others) if others else 0.0
+    return out
+
+
 def _shape_fits(text: str, kind: AnswerType) -> bool:
     if kind in TYPES:
         return bool(typed_spans(text, kind, frozenset()))
@@ -203,6 +226,7 @@ def feature_matrix(question: str, units: Sequence[Unit], similarity: Similarity)
     missing_pool = _missing(q.names, pool_words)
     document_order = list(dict.fromkeys(u.document_id for u in units))
     neighbours = _neighbours(units)
+    label_lead = _label_lead(units, cos)
     unit_cover = [_weighted(q.terms, lexical.content_terms(u.text), idf) for u in units]
     top_score = max(max(u.hit.score for u in units), 1e-9)
     q_lower = " ".join(question.lower().split())
@@ -243,6 +267,10 @@ def feature_matrix(question: str, units: Sequence[Unit], similarity: Similarity)
             len(q.bigrams & set(zip(tokens, tokens[1:]))) / max(len(q.bigrams), 1),
             _longest_run(q.words, tokens) / max(len(q.words), 1),
             0.0,
+            _named_by(u.label, q),
+            max((_named_by(h, q) for h in headers), default=0.0),
+            _named_by(u.context, q),
+            label_lead[index],
             _missing(q.names, unit_words),
             _missing(q.names, context_words),
             missing_pool,

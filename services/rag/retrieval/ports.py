@@ -35,6 +35,10 @@ class ChunkIndex(Protocol):
         """The chunks with these ids that belong to the tenant (others are silently absent)."""
         ...
 
+    def document_chunks(self, tenant: str, document_id: str) -> list[Chunk]:
+        """Every chunk of one of the tenant's documents, in document order (summaries, whole tables)."""
+        ...
+
 
 class QueryEncoder(Protocol):
     def encode(self, texts: list[str]) -> np.ndarray:

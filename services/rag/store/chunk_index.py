@@ -63,6 +63,9 @@ class ChunkIndex:
     def get_chunks(self, tenant: str, ids: Sequence[str]) -> list[Chunk]:
         return self.metadata.get_chunks(tenant, ids)
 
+    def document_chunks(self, tenant: str, document_id: str) -> list[Chunk]:
+        return self.metadata.document_chunks(tenant, document_id)
+
     # -- writes ----------------------------------------------------------------------
     def stage_vectors(self, tenant: str, document_id: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Writes vectors to the vector log and FAISS; they stay invisible until ``publish``."""

@@ -268,6 +268,9 @@ class PostgresChunkIndex:
     def get_chunks(self, tenant: str, ids: Sequence[str]) -> list[Chunk]:
         return self.metadata.get_chunks(tenant, ids)
 
+    def document_chunks(self, tenant: str, document_id: str) -> list[Chunk]:
+        return self.metadata.document_chunks(tenant, document_id)
+
     # -- writes ----------------------------------------------------------------------
     def stage_vectors(self, tenant: str, document_id: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Writes vectors; they stay invisible until ``publish`` (searches join READY chunk rows)."""
