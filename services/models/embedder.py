@@ -74,7 +74,9 @@ def identity(runtime: str) -> str:
 
 
 def resolve_device(requested: str | None = None) -> str:
-    requested = (requested or os.environ.get("DOCUTHINKER_DEVICE") or "cpu").lower()
+    from services.runtime.config import MeshSettings
+
+    requested = (requested or MeshSettings().device or "cpu").lower()
     if requested.startswith("cuda"):
         import torch
 
