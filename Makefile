@@ -33,12 +33,13 @@ $(VENV)/.installed: pyproject.toml requirements.lock requirements-models.txt ser
 proto: setup
 	$(PY) tools/protogen.py
 
-## lint: buf lint (STANDARD) and buf breaking (against the merge-base with main) on the contracts, ruff, mypy on the hand-written packages, then make docs
+## lint: buf lint (STANDARD) and buf breaking (against the merge-base with main) on the contracts, ruff, mypy on the hand-written packages, the import-linter layer contracts (pyproject.toml), then make docs
 lint: setup docs
 	$(VENV)/bin/buf lint
 	BUF=$(VENV)/bin/buf tools/buf_breaking.sh
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 ## docs: check that the generated pages are current (configuration from the settings classes, the API reference from the protos), then build the site (docs/, mkdocs.yml) with MkDocs Material in strict mode into build/site: any warning fails; offline
 docs: setup

@@ -4,7 +4,7 @@ Every fixture document of ``../shared/fixtures/docs`` (PDF, DOCX, XLSX, CSV, HTM
 files, 25 of them) is parsed through the production entry point both ways, alternating per round so the
 machine's drift falls on both alike:
 
-- in process: ``preparation.parse_or_refuse`` in a thread, as with ``DOCUTHINKER_RAG_PARSER_ISOLATION=0``;
+- in process: ``parse_guard.parse_or_refuse`` in a thread, as with ``DOCUTHINKER_RAG_PARSER_ISOLATION=0``;
 - in a worker: ``ParserPool.parse`` (one warm worker, the job and its result pickled over a socket).
 
 Each round parses the whole set one document at a time; the median round is reported, with the
@@ -33,7 +33,7 @@ from services.rag.ingest.parser_pool import ParserPool, ParserPoolConfig
 from services.rag.ingest.parser_worker import ParseJob
 from services.rag.ingest.parsers.limits import ParseLimits
 from services.rag.ingest.parsers.pdf.content_budget import check_content_budget
-from services.rag.ingest.preparation import parse_or_refuse
+from services.rag.ingest.parse_guard import parse_or_refuse
 from services.runtime.errors import DomainError
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "docs"

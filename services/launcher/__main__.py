@@ -22,7 +22,7 @@ from services.launcher.mesh import Mesh
 from services.launcher.settings import LauncherSettings, offset_ports, parse_replicas
 from services.launcher.stop_signals import StopSignals
 from services.launcher.supervisor import Supervisor
-from services.runtime.config import SERVICE_NAMES, MeshSettings
+from services.runtime.config import DEFAULT_TENANT, SERVICE_NAMES, MeshSettings
 from services.runtime.request_context import USER
 
 
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m services.launcher", description="Run the DocuThinker mesh locally.")
     commands = parser.add_subparsers(dest="command")
     issue = commands.add_parser("token", help="print a bearer token signed with the mesh's local key (or --key)")
-    issue.add_argument("--tenant", default="default")
+    issue.add_argument("--tenant", default=DEFAULT_TENANT)
     issue.add_argument("--role", choices=ROLES, default=USER, help="admin sees mesh-wide costs and dead letters")
     issue.add_argument("--ttl-hours", type=float, default=24.0)
     issue.add_argument("--subject", default="", help="who the token is for (the sub claim; conversations are kept per"
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
     if not args.no_demo:
         try:
-            demo.run(mesh.base_url, out=lambda line: print(line, flush=True), token=mesh.mint("default", ttl_s=600))
+            demo.run(mesh.base_url, out=lambda line: print(line, flush=True), token=mesh.mint(DEFAULT_TENANT, ttl_s=600))
         except Exception as exc:  # noqa: BLE001 - the mesh stays up; the demo is a courtesy
             print(f"demo failed: {exc}", file=sys.stderr, flush=True)
     if ceiling.available:

@@ -23,6 +23,7 @@ import httpx
 
 from gateway.auth import KEY_FILE, TOKEN_FILE, AuthSettings, ensure_keys, local_issuer, mint, write_private
 from services.runtime import mesh_auth
+from services.runtime.config import DEFAULT_TENANT
 from services.runtime.request_context import ADMIN, TENANT_HEADER, TENANT_PATTERN, USER
 
 log = logging.getLogger("docuthinker.launcher")
@@ -70,12 +71,12 @@ class LocalAuth:
         if key is None:
             return None  # another issuer's keys: it mints the tokens
         ensure_keys(key.parent)
-        token = mint(key, "default", ttl_s=self.settings.local_token_ttl_hours * 3600, auth=self.settings,
+        token = mint(key, DEFAULT_TENANT, ttl_s=self.settings.local_token_ttl_hours * 3600, auth=self.settings,
                      subject="make-run", role=ADMIN)
         write_private(self.token_file, token + "\n")
         return token
 
-    def token(self, tenant: str = "default", role: str = USER, ttl_s: float = 3600, subject: str = "") -> str | None:
+    def token(self, tenant: str = DEFAULT_TENANT, role: str = USER, ttl_s: float = 3600, subject: str = "") -> str | None:
         """A bearer token signed with the local key; None with auth off."""
         key = self.signing_key
         if key is None:
@@ -94,7 +95,7 @@ class TokenAuth(httpx.Auth):
         self._tokens: dict[str, str | None] = {}
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        tenant = request.headers.get(TENANT_HEADER, "default")
+        tenant = request.headers.get(TENANT_HEADER, DEFAULT_TENANT)
         if "authorization" not in request.headers and TENANT_PATTERN.match(tenant):
             if tenant not in self._tokens:
                 self._tokens[tenant] = self._auth.token(tenant, self._role, ttl_s=24 * 3600, subject="tests")

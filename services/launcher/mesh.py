@@ -31,7 +31,7 @@ from services.launcher.probes import EnvoyAdmin, free_port, grpc_serving, health
 from services.graph.settings import GraphSettings
 from services.runtime import mesh_auth
 from services.runtime.data_dir import make_private, private_umask
-from services.runtime.config import SERVICE_NAMES, MeshSettings, settings_from_env
+from services.runtime.config import DEFAULT_TENANT, SERVICE_NAMES, MeshSettings, settings_from_env
 from services.storage import local_server
 from services.storage.settings import StorageSettings
 
@@ -198,7 +198,7 @@ class Mesh:
         return f"{self.settings.local_host}:{self.children[name].port}"
 
     # -- callers (tests, benchmarks, the demo) -------------------------------------------
-    def mint(self, tenant: str = "default", role: str = "user", ttl_s: float = 3600, subject: str = "tests") -> str | None:
+    def mint(self, tenant: str = DEFAULT_TENANT, role: str = "user", ttl_s: float = 3600, subject: str = "tests") -> str | None:
         """A bearer token for ``tenant`` (and the user ``subject``) signed with the mesh's local key; None with auth off."""
         return self.local_auth.token(tenant, role, ttl_s, subject=subject)
 

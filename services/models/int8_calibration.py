@@ -21,39 +21,19 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import pathlib
 import random
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    import onnx
+from services.models.int8_smoothing import SCALES_FILE, scales_digest, smoothing_targets
+from services.models.onnx_export import FILES, ensure_exported_fp32
+from services.models.weights import DIMENSION, MODEL_NAME, NUM_HEADS, WEIGHTS_SHA256, verified_model_path
 
-SCALES_FILE = pathlib.Path(__file__).with_name("int8_smoothing.json")
 CALIBRATION_TEXTS = 300
 SEED = 1
-
-
-def scales_digest(path: pathlib.Path = SCALES_FILE) -> str:
-    """The first 8 hex digits of the scales file's sha256: part of the int8 file's name and identity."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:8]
-
-
-def load_scales(path: pathlib.Path = SCALES_FILE) -> dict[str, np.ndarray]:
-    """Target node name (a MatMul with a constant weight, or a fused Attention) -> one scale per input channel."""
-    data = json.loads(path.read_text())
-    return {name: np.asarray(values, dtype=np.float32) for name, values in data["scales"].items()}
-
-
-def smoothing_targets(model: onnx.ModelProto) -> list[tuple[onnx.NodeProto, str, str]]:
-    """(node, activation input, weight initializer) of every node quantised: constant-weight MatMuls and Attention."""
-    constants = {init.name for init in model.graph.initializer}
-    return [(node, node.input[0], node.input[1]) for node in model.graph.node
-            if node.op_type == "Attention" or (node.op_type == "MatMul" and node.input[1] in constants)]
 
 
 def activation_maxima(fp32_file: pathlib.Path, tokenizer_file: pathlib.Path, texts: Iterable[str],
@@ -94,9 +74,7 @@ def squad_contexts(path: pathlib.Path, count: int = CALIBRATION_TEXTS, seed: int
 
 
 def main() -> None:
-    from services.models.embedder import DIMENSION, MODEL_NAME, NUM_HEADS, WEIGHTS_SHA256, verified_model_path
     from services.models.onnx_embedder import MAX_TOKENS
-    from services.models.onnx_export import FILES, ensure_exported_fp32
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--squad", type=pathlib.Path, required=True, help="SQuAD 2.0 dev.json.gz")

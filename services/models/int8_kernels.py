@@ -10,7 +10,7 @@ MLAS sums pairs of uint8 x int8 products into 16 bits with saturation (255 x 127
 
 ``verify`` embeds a few probe texts at load and compares them with the committed reference
 vectors of the same int8 file (``int8_reference.json``, written by ``python -m
-services.models.int8_kernels --write``): a host whose kernels drift is refused with
+services.models.int8_reference --write``): a host whose kernels drift is refused with
 ``IncompatibleKernelsError`` instead of serving vectors that do not match its index. When the
 exported file is not the one the reference was made from (other library versions), the check
 still runs against the same vectors with the agreement floor of the quality rule.
@@ -154,19 +154,3 @@ def verify(embedder, model_file: pathlib.Path, path: pathlib.Path = REFERENCE) -
     log.info("int8 kernels agree with the reference", extra={"fields": result.as_dict()})
     return result
 
-
-if __name__ == "__main__":
-    import argparse
-
-    from services.models.embedder import build_embedder
-    from services.models.settings import embedder_settings
-
-    parser = argparse.ArgumentParser(description="the int8 embedder's reference vectors")
-    parser.add_argument("--write", action="store_true", help="rewrite int8_reference.json from this host")
-    args = parser.parse_args()
-    settings = embedder_settings().model_copy(update={"verify_kernels": False})
-    embedder = build_embedder(settings, "onnx-int8")
-    if args.write:
-        write_reference(embedder, embedder.model_file)
-        print(f"wrote {REFERENCE}")
-    print(json.dumps(check(embedder, embedder.model_file).as_dict(), indent=2))

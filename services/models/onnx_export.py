@@ -5,7 +5,7 @@ mask and L2 normalisation, so ONNX Runtime returns finished embeddings. The fp32
 optimised for BERT (fused attention, embedding and skip layer norms, GELU: onnxruntime.transformers)
 and the int8 variant is dynamically quantised from it (every MatMul with a constant weight and the fused
 attention, uint8 weights: ``int8_kernels`` says why), after the outlier channels of their inputs are smoothed
-into the weights with the committed scales of ``int8_calibration`` (``_smooth``). Files are written under a temporary name and renamed,
+into the weights with the committed scales of ``int8_smoothing`` (measured by ``int8_calibration``) (``_smooth``). Files are written under a temporary name and renamed,
 so processes exporting at the same time (rag, nlp, orchestrator on a first start) never read a
 half-written file; the folder name carries the weights' hash, so new weights mean a new export.
 """
@@ -29,7 +29,7 @@ def export_dir(cache_root: pathlib.Path, model_name: str, weights_sha256: str) -
 
 
 def _int8_file() -> str:
-    from services.models.int8_calibration import scales_digest
+    from services.models.int8_smoothing import scales_digest
 
     return f"model-int8u8-smooth-{scales_digest()}.onnx"
 
@@ -99,7 +99,7 @@ def _smooth(model, scales: dict) -> None:
     import numpy as np
     from onnx import helper, numpy_helper
 
-    from services.models.int8_calibration import smoothing_targets
+    from services.models.int8_smoothing import smoothing_targets
 
     targets = smoothing_targets(model)
     if {node.name for node, _, _ in targets} != set(scales):
@@ -141,7 +141,7 @@ def _quantise(fp32: pathlib.Path, out: pathlib.Path, weight_type: str = "uint8")
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from services.models.int8_calibration import load_scales
+    from services.models.int8_smoothing import load_scales
 
     model = onnx.load(str(fp32))
     _smooth(model, load_scales())
@@ -180,7 +180,7 @@ def ensure_exported_fp32(model_dir: pathlib.Path, cache_root: pathlib.Path, mode
 def ensure_int8_variant(folder: pathlib.Path, weight_type: str) -> pathlib.Path:
     """The int8 file of ``weight_type`` in an export folder holding the fp32 file, quantised when missing: ``uint8``
     is the production file; ``int8`` the format before it (``model-int8-smooth-<digest>.onnx``), for benchmarks."""
-    from services.models.int8_calibration import scales_digest
+    from services.models.int8_smoothing import scales_digest
 
     if weight_type not in WEIGHT_TYPES:
         raise ValueError(f"weight_type must be one of {WEIGHT_TYPES}")

@@ -18,7 +18,7 @@ from services.runtime.request_context import TENANT_HEADER, TENANT_PATTERN
 
 log = logging.getLogger("docuthinker.openai_api")
 ENGINE = web.AppKey("engine", AnswerEngine)
-DEFAULT_TENANT = web.AppKey("default_tenant", str)
+DEFAULT_TENANT_KEY = web.AppKey("default_tenant", str)
 HEALTH_PATH = "/healthz"
 RESOLVER = FollowUpResolver()
 
@@ -46,7 +46,7 @@ async def openai_errors(request: web.Request, handler) -> web.StreamResponse:
 
 
 def _tenant(request: web.Request) -> str:
-    tenant = request.headers.get(TENANT_HEADER) or request.app[DEFAULT_TENANT]
+    tenant = request.headers.get(TENANT_HEADER) or request.app[DEFAULT_TENANT_KEY]
     if not TENANT_PATTERN.match(tenant):
         raise errors.invalid_request("invalid tenant id in x-tenant-id: 1-64 letters, digits, '.', '_' or '-'",
                                      param=TENANT_HEADER, code="invalid_tenant")
@@ -150,7 +150,7 @@ def _mesh_only(credential: str | None):
 def create_app(engine: AnswerEngine, default_tenant: str, credential: str | None = None) -> web.Application:
     app = web.Application(middlewares=[openai_errors, _mesh_only(credential)], client_max_size=4 * 1024 * 1024)
     app[ENGINE] = engine
-    app[DEFAULT_TENANT] = default_tenant
+    app[DEFAULT_TENANT_KEY] = default_tenant
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_get("/v1/models", models)
     app.router.add_get(HEALTH_PATH, health)

@@ -19,7 +19,7 @@ import enum
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -258,6 +258,27 @@ class CircuitBreakers:
             raise
         self.record_success(name)
         return result
+
+    async def stream(
+        self, name: str, fn: Callable[[], AsyncIterator[T]], is_failure: Callable[[BaseException], bool]
+    ) -> AsyncIterator[T]:
+        """``call`` for a stream: admitted before its first message, judged by how it ends."""
+        if not self.allow(name):
+            raise CircuitOpenError(name, self.retry_in(name))
+        try:
+            async for item in fn():
+                yield item
+        except Exception as exc:
+            if is_failure(exc):
+                self.record_failure(name)
+            else:
+                self.record_success(name)
+            raise
+        except BaseException:
+            # Cancelled, or the consumer closed the stream early: says nothing about the target.
+            self._release_probe(name)
+            raise
+        self.record_success(name)
 
     # -- internals -------------------------------------------------------------------
     def _admissible(self, circuit: Circuit, now: float) -> bool:

@@ -2,8 +2,8 @@
 
 A letter is an operation name plus a JSON payload; the operation's handler is registered by
 the composition root (``service.py``), so a letter survives a restart and can still run. The
-background task retries due letters up to ``max_retries`` times (backoff doubling from
-``backoff_s``); after that the letter is parked until someone replays it by RPC. Each
+background task retries due letters up to ``max_retries`` times (``backoff``: doubling, capped, with
+jitter); after that the letter is parked until someone replays it by RPC. Each
 letter runs under the tenant that enqueued it: the handler gets it as a parameter, and the
 queue binds it as the request context too, so the handler's calls to peers carry it (a retry
 runs outside any RPC, an operator's replay inside the operator's).
@@ -29,6 +29,7 @@ from typing import Any
 
 from services.orchestrator.database import SqlDatabase
 from services.runtime import request_context
+from services.runtime.backoff import Backoff
 from services.runtime.errors import FailedPrecondition, NotFound
 from services.storage.replica import replica_id
 
@@ -84,14 +85,14 @@ class DeadLetterQueue:
         db: SqlDatabase,
         *,
         max_retries: int = 3,
-        backoff_s: float = 30.0,
+        backoff: Backoff | None = None,
         clock: Callable[[], float] = time.time,
         claim_s: float = 600.0,
         owner: str | None = None,
     ) -> None:
         self._db = db
         self.max_retries = max_retries
-        self.backoff_s = backoff_s
+        self.backoff = backoff or Backoff(30.0, 6 * 3600.0)
         self.claim_s = claim_s
         """Longest an attempt holds its letter: a claim older than this is a dead orchestrator's."""
         self.owner = owner or replica_id()
@@ -117,7 +118,7 @@ class DeadLetterQueue:
             retry_count=0,
             state=RETRYING if retrying else PARKED,
             created_at=now,
-            next_retry_at=now + self.backoff_s if retrying else None,
+            next_retry_at=now + self.backoff.delay_s(1) if retrying else None,
         )
         self._db.execute(
             "INSERT INTO dead_letters (id, tenant, operation, payload, last_error, retry_count, state, created_at,"
@@ -244,7 +245,7 @@ class DeadLetterQueue:
         if retries >= self.max_retries:
             state, next_at = PARKED, None
         else:
-            state, next_at = RETRYING, self._clock() + self.backoff_s * (2**retries)
+            state, next_at = RETRYING, self._clock() + self.backoff.delay_s(retries + 1)
         self._db.execute(
             f"UPDATE dead_letters SET last_error = ?, retry_count = ?, state = ?, next_retry_at = ?, {_UNCLAIM}",
             (error, retries, state, next_at, letter.id, self.owner),

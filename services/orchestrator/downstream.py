@@ -8,6 +8,8 @@ or a dead letter, is decided here, once.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -75,6 +77,13 @@ class _Guarded:
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._client, name)
+        if not inspect.iscoroutinefunction(method):
+            # A server-streaming call returns its stream without being awaited: awaiting it in the
+            # breaker would fail every such call (and count the TypeError as the peer's success).
+            def guarded_stream(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+                return self._breakers.stream(self._circuit, lambda: method(*args, **kwargs), counts_against_circuit)
+
+            return guarded_stream
 
         async def guarded(*args: Any, **kwargs: Any) -> Any:
             return await self._breakers.call(self._circuit, lambda: method(*args, **kwargs), counts_against_circuit)

@@ -57,6 +57,7 @@ from services.providers.router import Router
 from services.providers.settings import ProviderSettings
 from services.rag.client import RagClient
 from services.runtime import ChannelPool, MeshSettings, ServiceBinding
+from services.runtime.backoff import Backoff
 from services.storage.settings import StorageSettings
 
 FULL_NAME = orchestrator_service_pb2.DESCRIPTOR.services_by_name["OrchestratorService"].full_name
@@ -104,7 +105,8 @@ def binding(
     peers = Peers.guarded(NlpClient(channels), rag, GraphClient(channels), breakers)
     summarize = conversation_summarizer(llm, peers.nlp)
     tokens = TokenBudget(prices)
-    dlq = DeadLetterQueue(db, max_retries=config.dlq_max_retries, backoff_s=config.dlq_backoff_s,
+    dlq = DeadLetterQueue(db, max_retries=config.dlq_max_retries,
+                          backoff=Backoff(config.dlq_backoff_s, config.dlq_backoff_max_s),
                           claim_s=config.dlq_claim_s)
     register_metrics(breakers, dlq, costs)
     insights = InsightStore(db)

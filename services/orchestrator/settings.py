@@ -45,7 +45,11 @@ class OrchestratorSettings(BaseSettings):
     dlq_max_retries: int = Field(default=3, ge=0)
     """Automatic retries of a dead letter before it is parked for inspection."""
     dlq_backoff_s: float = Field(default=30.0, gt=0)
-    """First retry delay of a dead letter; doubled on each further retry."""
+    """First retry delay of a dead letter; doubled on each further retry up to ``dlq_backoff_max_s``, each delay less
+    up to a fifth at random so orchestrators' retries of letters that failed together spread out
+    (``services/runtime/backoff.py``)."""
+    dlq_backoff_max_s: float = Field(default=6 * 3600.0, gt=0)
+    """Longest delay between two automatic retries of a dead letter."""
     dlq_poll_s: float = Field(default=5.0, gt=0)
     """How often the background task looks for dead letters that are due."""
     dlq_claim_s: float = Field(default=600.0, gt=0)

@@ -88,6 +88,10 @@ class MeshSettings(BaseSettings):
     """gRPC message size limit (uploads are bounded by ``max_upload_bytes``)."""
     max_upload_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
     """Largest accepted document: Envoy answers 413 above it, the RAG service INVALID_ARGUMENT (UPLOAD_TOO_LARGE)."""
+    device: str = "cpu"
+    """Where the models of every process run: ``cpu``, or ``cuda`` (``cuda:N``) for a GPU. The embedder uses it with
+    ``DOCUTHINKER_EMBED_RUNTIME=torch`` (the ONNX runtimes are CPU-only) and falls back to the CPU when PyTorch sees no
+    GPU; speech-to-text runs Whisper on the GPU in float16 (int8 on the CPU)."""
 
     mesh_credential_file: pathlib.Path | None = None
     """The per-mesh secret service ports require of every caller but health checks and reflection

@@ -73,7 +73,7 @@ def current_subject() -> str:
     return ctx.subject if ctx else ""
 
 
-def visible_tenant(default: str = "default") -> str | None:
+def visible_tenant(default: str = DEFAULT_TENANT) -> str | None:
     """Whose mesh-wide records (costs, dead letters) the caller may read: every tenant's for an admin (None), else
     only its own tenant's. The role comes from the gateway (the token's claim), never from the client."""
     return None if caller_is_admin() else current_tenant(default)

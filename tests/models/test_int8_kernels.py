@@ -56,7 +56,7 @@ class TestExportedGraph:
 
     def test_the_committed_reference_is_this_export_and_this_cpu_matches_it(self, embedder) -> None:
         result = int8_kernels.check(embedder, embedder.model_file)
-        assert result.same_file, "the export changed: python -m services.models.int8_kernels --write"
+        assert result.same_file, "the export changed: python -m services.models.int8_reference --write"
         assert result.passed and result.min_cosine >= 0.9999, result
         assert int8_kernels.last_check() is not None  # build_embedder verified it at load
 

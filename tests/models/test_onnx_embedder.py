@@ -7,7 +7,8 @@ import pytest
 
 from services.models import onnx_export
 from services.models.embedder import DIMENSION, build_embedder, identity
-from services.models.int8_calibration import load_scales, scales_digest, scales_from
+from services.models.int8_calibration import scales_from
+from services.models.int8_smoothing import load_scales, scales_digest
 from services.models.settings import EmbedderSettings
 
 pytestmark = pytest.mark.models  # exports and runs the real MiniLM (PyTorch and ONNX Runtime)

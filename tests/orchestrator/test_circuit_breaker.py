@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import AsyncIterator
 
 import grpc
 import pytest
 
 from services.orchestrator.circuit_breaker import CircuitBreakers, CircuitOpenError, CircuitState
-from services.orchestrator.downstream import counts_against_circuit
+from services.orchestrator.downstream import counts_against_circuit, guarded
 from services.runtime.errors import InvalidArgument, Unavailable
 
 pytestmark = pytest.mark.store_backends  # every test that uses the database runs on both backends
@@ -124,6 +125,42 @@ async def test_cancelled_probe_releases_the_slot(db, clock):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert breakers.allow("s")
+
+
+class _StreamingPeer:
+    """A typed client's shape: unary calls are coroutines, a server stream is returned unawaited (``stream_answer``)."""
+
+    def __init__(self) -> None:
+        self.error: Exception | None = None
+
+    async def query(self, question: str) -> str:
+        return f"answer to {question}"
+
+    def stream_answer(self, question: str) -> AsyncIterator[str]:
+        return self._events(question)
+
+    async def _events(self, question: str) -> AsyncIterator[str]:
+        yield question
+        if self.error is not None:
+            raise self.error
+        yield "done"
+
+
+async def test_a_guarded_peers_stream_runs_through_its_circuit(db, clock):
+    breakers = CircuitBreakers(db, threshold=1, cooldown_s=60, clock=clock)
+    peer = _StreamingPeer()
+    rag = guarded(peer, "rag", breakers)
+    assert [event async for event in rag.stream_answer("q")] == ["q", "done"]
+    assert await rag.query("q") == "answer to q"
+    assert breakers.get("service:rag").successes == 2
+    peer.error = Unavailable("down")
+    received = []
+    with pytest.raises(Unavailable):
+        async for event in rag.stream_answer("q"):
+            received.append(event)
+    assert received == ["q"] and breakers.get("service:rag").state is CircuitState.OPEN
+    with pytest.raises(CircuitOpenError):
+        await rag.stream_answer("q").__anext__()
 
 
 class _HeldDatabase:

@@ -7,6 +7,7 @@ import pytest
 
 from services.orchestrator.dlq import PARKED, REPLAYED, RETRYING, DeadLetterQueue
 from services.runtime import request_context
+from services.runtime.backoff import Backoff
 from services.runtime.errors import FailedPrecondition, NotFound, Unavailable
 
 pytestmark = pytest.mark.store_backends  # every test that uses the database runs on both backends
@@ -30,7 +31,7 @@ class Flaky:
 
 
 def test_enqueue_schedules_the_first_retry(db, clock):
-    dlq = DeadLetterQueue(db, max_retries=3, backoff_s=30, clock=clock)
+    dlq = DeadLetterQueue(db, max_retries=3, backoff=Backoff(30, 3600, jitter=0), clock=clock)
     letter = dlq.enqueue("nlp.summarize", {"text": "x"}, "UNAVAILABLE", tenant="acme")
     assert letter.state == RETRYING
     assert letter.next_retry_at == clock.now + 30
@@ -40,8 +41,20 @@ def test_enqueue_schedules_the_first_retry(db, clock):
     assert dlq.list(tenant="other")[0] == []
 
 
+async def test_retry_delays_stop_doubling_at_the_cap_and_are_spread_by_jitter(db, clock):
+    dlq = DeadLetterQueue(db, max_retries=5, backoff=Backoff(10, 25, jitter=0.2, random=lambda: 0.5), clock=clock)
+    dlq.register("op", Flaky(failures=10))
+    letter = dlq.enqueue("op", {}, "boom", tenant="acme")
+    delays = [letter.next_retry_at - clock.now]
+    for _ in range(3):
+        clock.advance(delays[-1])
+        await dlq.retry_due()
+        delays.append(dlq.get(letter.id).next_retry_at - clock.now)
+    assert delays == pytest.approx([9, 18, 22.5, 22.5])  # 10, 20, then the cap of 25: each a tenth less
+
+
 async def test_retries_with_exponential_backoff_then_parks(db, clock):
-    dlq = DeadLetterQueue(db, max_retries=3, backoff_s=10, clock=clock)
+    dlq = DeadLetterQueue(db, max_retries=3, backoff=Backoff(10, 3600, jitter=0), clock=clock)
     handler = Flaky(failures=10)
     dlq.register("op", handler)
     letter = dlq.enqueue("op", {"n": 1}, "boom", tenant="acme")
@@ -65,7 +78,7 @@ async def test_retries_with_exponential_backoff_then_parks(db, clock):
 
 
 async def test_automatic_retry_succeeds_when_the_target_is_back(db, clock):
-    dlq = DeadLetterQueue(db, max_retries=3, backoff_s=1, clock=clock)
+    dlq = DeadLetterQueue(db, max_retries=3, backoff=Backoff(1, 3600, jitter=0), clock=clock)
     dlq.register("op", Flaky(failures=1))
     letter = dlq.enqueue("op", {}, "boom", tenant="acme")
     clock.advance(1)
@@ -76,7 +89,7 @@ async def test_automatic_retry_succeeds_when_the_target_is_back(db, clock):
 
 
 async def test_manual_replay_of_a_parked_letter(db, clock):
-    dlq = DeadLetterQueue(db, max_retries=0, backoff_s=1, clock=clock)
+    dlq = DeadLetterQueue(db, max_retries=0, backoff=Backoff(1, 3600, jitter=0), clock=clock)
     handler = Flaky(failures=1)
     dlq.register("op", handler)
     letter = dlq.enqueue("op", {"text": "hello"}, "boom", tenant="acme")
@@ -180,7 +193,7 @@ async def test_replays_started_together_on_two_orchestrators_run_the_handler_onc
 
 async def test_two_orchestrators_retry_loops_take_a_due_letter_once(open_db, clock):
     handler = Blocking()
-    first, second = _orchestrators(open_db, clock, handler, max_retries=3, backoff_s=10)
+    first, second = _orchestrators(open_db, clock, handler, max_retries=3, backoff=Backoff(10, 3600, jitter=0))
     letter = first.enqueue("op", {}, "boom", tenant="acme")
     clock.advance(10)
     retrying = asyncio.create_task(first.retry_due())

@@ -8,6 +8,7 @@ ingestion/catalog (ports), the NLP client (the gRPC boundary), the answer engine
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import grpc
 import pytest
@@ -18,8 +19,11 @@ from services.rag.analysis.model import AnalysisRequest, AnalysisResult
 from services.rag.analysis.nlp import Engine, Sentiment, Summary, Translation
 from services.rag.analysis.pipeline import AnalysisPipeline, NodeEvent
 from services.rag.analysis.settings import AnalysisSettings
+from services.rag.analysis.setup import build_analysis
+from services.rag.answers.answering import AnswerService
+from services.rag.answers.settings import AnswerSettings
 from services.rag.answers.model import Citation, GroundedAnswer, SupportStatus
-from services.rag.crew import CrewResult, CrewTaskResult, DocumentInputs, Topic
+from services.rag.crew import CrewResult, CrewSettings, CrewTaskResult, DocumentInputs, Topic
 from services.rag.crew.grounding import Verdict
 from services.rag.documents import DocumentRecord, DocumentStatus, DocumentText, GraphSyncState, IngestOutcome, Section
 from services.rag.retrieval import RetrievedChunk
@@ -128,7 +132,7 @@ class FakeCrew:
 def parts():
     library, nlp, answers, crew = FakeLibrary(), FakeNlp(), FakeAnswers(), FakeCrew()
     pipeline = AnalysisPipeline(DocumentInputs(library, library), library, nlp, answers, crew,
-                                AnalysisSettings(graph_wait_s=2))
+                                AnalysisSettings(graph_wait_s=2), max_question_chars=2000)
     return pipeline, library, nlp, answers, crew
 
 
@@ -215,7 +219,7 @@ async def test_graph_sync_waits_for_the_worker_to_confirm_the_document(parts):
 async def test_graph_sync_reports_a_disabled_sync_without_waiting(parts):
     _, library, nlp, answers, crew = parts
     patient = AnalysisPipeline(DocumentInputs(library, library), library, nlp, answers, crew,
-                               AnalysisSettings(graph_wait_s=120))
+                               AnalysisSettings(graph_wait_s=120), max_question_chars=2000)
     library.records["doc-1"] = make_record(graph=GraphSyncState.DISABLED)
     started = time.monotonic()
     events = [e async for e in patient.stream("acme", AnalysisRequest(document_id="doc-1", sync_graph=True))]
@@ -243,3 +247,17 @@ async def test_an_unknown_document_is_not_found_before_any_event(parts):
     pipeline, *_ = parts
     with pytest.raises(NotFound):
         await pipeline.stream("acme", AnalysisRequest(document_id="nope")).__anext__()
+
+
+async def test_the_question_limit_is_the_answer_services_setting(monkeypatch):
+    monkeypatch.setenv("DOCUTHINKER_RAG_MAX_QUESTION_CHARS", "3000")
+    library = FakeLibrary()
+    retriever = SimpleNamespace(config=AnswerSettings().retrieval_config())  # all the analysis reads of it
+    _, _, pipeline = build_analysis(library, library, AnswerService(retriever, extractive=None), None, None, None,
+                                    CrewSettings(), AnalysisSettings(), nlp=FakeNlp())
+    # Past the 2000 characters the analysis once hard-coded, within the setting: the request goes on to the document.
+    with pytest.raises(NotFound):
+        await pipeline.stream("acme", AnalysisRequest(document_id="nope", question="q" * 2500)).__anext__()
+    with pytest.raises(InvalidArgument) as caught:
+        await pipeline.stream("acme", AnalysisRequest(document_id="nope", question="q" * 3001)).__anext__()
+    assert [v.field for v in caught.value.violations] == ["question"]

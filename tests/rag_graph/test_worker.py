@@ -11,8 +11,9 @@ from services.rag.documents import DocumentStatus, GraphSyncState
 from services.rag.graph_sync.feed import GraphFeed
 from services.rag.graph_sync.outbox import Operation
 from services.rag.graph_sync.settings import GraphSyncSettings
-from services.rag.graph_sync.worker import GraphSyncWorker, RetryPolicy
+from services.rag.graph_sync.worker import GraphSyncWorker
 from services.rag.locks import KeyedLocks
+from services.runtime.backoff import Backoff
 from services.runtime.errors import DeadlineExceeded
 
 from .fakes import GRAPH_DOWN, FakeExtractor, FakeWriter
@@ -31,19 +32,15 @@ class Harness:
         self.locks = KeyedLocks()
         self.settings = GraphSyncSettings(**{"poll_interval_s": 0.05, "backoff_initial_s": 0.2,
                                              "backoff_max_s": 1.0, **settings})
+        exact = Backoff(self.settings.backoff_initial_s, self.settings.backoff_max_s, jitter=0)  # tests time it
         self.worker = GraphSyncWorker(stores.outbox, stores.metadata,
-                                      GraphFeed(self.extractor, self.writer, self.settings), self.locks, self.settings)
+                                      GraphFeed(self.extractor, self.writer, self.settings), self.locks, self.settings,
+                                      exact)
 
 
 @pytest.fixture
 def harness(stores):
     return Harness(stores)
-
-
-def test_retry_policy_doubles_up_to_its_cap() -> None:
-    policy = RetryPolicy(initial_s=2, max_s=30)
-    assert [policy.delay_s(n) for n in range(1, 7)] == [2, 4, 8, 16, 30, 30]
-    assert policy.delay_s(10_000) == 30
 
 
 async def test_worker_syncs_a_document_in_its_tenant_and_marks_it_synced(harness) -> None:

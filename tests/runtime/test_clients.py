@@ -26,7 +26,17 @@ from services.nlp.client import Entity, LlmUsage, NlpClient, Topic
 from services.orchestrator.client import OrchestratorClient
 from services.rag.client import RagClient
 from services.runtime import ChannelPool, MeshSettings, ServiceBinding, create_server, request_context
-from services.runtime.errors import FieldViolation, InvalidArgument, NotFound, RemoteError, Unavailable
+from services.runtime.errors import (
+    Aborted,
+    FieldViolation,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    RemoteError,
+    Unauthenticated,
+    Unavailable,
+    status_error,
+)
 
 
 def _packed(message) -> any_pb2.Any:
@@ -167,6 +177,14 @@ async def test_a_servers_domain_error_arrives_as_the_same_kind(peers):
     with pytest.raises(NotFound) as missing:
         await RagClient(pool).document_text("doc-2")
     assert missing.value.reason == "DOCUMENT_NOT_FOUND" and missing.value.metadata["document_id"] == "doc-2"
+
+
+@pytest.mark.parametrize("kind", [Aborted, Unauthenticated, PermissionDenied, InvalidArgument, Unavailable])
+def test_a_peers_status_is_an_instance_of_its_codes_kind(kind):
+    status = status_pb2.Status(code=kind("x").code.value[0], message="refused")
+    error = status_error(status, "graph")
+    assert isinstance(error, kind) and isinstance(error, RemoteError)
+    assert (error.code, error.reason, error.message) == (kind("x").code, kind("x").code.name, "graph: refused")
 
 
 async def test_an_unreachable_peer_is_unavailable():

@@ -37,7 +37,6 @@ from services.rag.analysis.answers import Answers, is_broad
 from services.rag.analysis.model import AnalysisRequest, AnalysisResult, Step
 from services.rag.analysis.nlp import NlpPort, Sentiment, Summary, Translation
 from services.rag.analysis.settings import AnalysisSettings
-from services.rag.answers.answering import MAX_QUESTION_CHARS
 from services.rag.answers.model import GroundedAnswer
 from services.rag.answers.sentences import split_sentences
 from services.rag.crew import CrewResult, DocumentInputs, ResolvedDocument, Topic
@@ -97,10 +96,10 @@ def _after_crew(state: AnalysisState) -> str:
     return "graph_sync" if state["request"].sync_graph else "finalize"
 
 
-def validate(request: AnalysisRequest) -> None:
+def validate(request: AnalysisRequest, max_question_chars: int) -> None:
     violations = []
-    if len(request.question) > MAX_QUESTION_CHARS:
-        violations.append(FieldViolation("question", f"must be at most {MAX_QUESTION_CHARS} characters"))
+    if len(request.question) > max_question_chars:
+        violations.append(FieldViolation("question", f"must be at most {max_question_chars} characters"))
     language = request.translate_lang
     if len(language) > MAX_LANGUAGE_CHARS or any(not c.isprintable() for c in language):
         violations.append(FieldViolation("translate_lang", "a language name or BCP-47 tag, e.g. fr or French"))
@@ -111,13 +110,16 @@ def validate(request: AnalysisRequest) -> None:
 
 class AnalysisPipeline:
     def __init__(self, inputs: DocumentInputs, records: Records, nlp: NlpPort, answers: Answers, crew: Crew,
-                 settings: AnalysisSettings) -> None:
+                 settings: AnalysisSettings, *, max_question_chars: int) -> None:
+        """``max_question_chars``: the answer service's limit (``DOCUTHINKER_RAG_MAX_QUESTION_CHARS``), so a
+        question refused by Query is refused here too."""
         self._inputs = inputs
         self._records = records
         self._nlp = nlp
         self._answers = answers
         self._crew = crew
         self.settings = settings
+        self._max_question_chars = max_question_chars
         self._graph = self._build()
 
     def _build(self):
@@ -219,7 +221,7 @@ class AnalysisPipeline:
             await closer()
 
     def _initial(self, tenant: str, request: AnalysisRequest) -> AnalysisState:
-        validate(request)
+        validate(request, self._max_question_chars)
         question = " ".join(request.question.split()) or self.settings.default_question
         return {"tenant": tenant, "request": request, "question": question, "steps": [],
                 "translation": None, "translation_error": None, "crew": None, "crew_error": None}

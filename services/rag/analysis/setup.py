@@ -44,5 +44,6 @@ def build_analysis(
     inputs = DocumentInputs(pipeline, catalog)
     crew = CrewRunner(_Retrieval(answers), nlp, inputs.text, crew_settings,
                       router=lambda: router, providers=lambda: providers)
-    analysis = AnalysisPipeline(inputs, catalog, nlp, RagAnswers(answers), crew, settings)
+    analysis = AnalysisPipeline(inputs, catalog, nlp, RagAnswers(answers), crew, settings,
+                                max_question_chars=answers.retriever.config.max_question_chars)
     return inputs, crew, analysis

@@ -33,7 +33,8 @@ class GraphSyncSettings(BaseSettings):
     """Longest the worker holds back in a row for ingestion; then it syncs one document and holds
     back again, so a long bulk upload delays the graph but never starves it (0: never holds back)."""
     backoff_initial_s: float = Field(default=2.0, gt=0)
-    """Delay before the first retry of a failed graph sync; doubled on each further failure."""
+    """Delay before the first retry of a failed graph sync; doubled on each further failure, each delay less up to a
+    fifth at random so replicas' retries spread out (``services/runtime/backoff.py``)."""
     backoff_max_s: float = Field(default=300.0, gt=0)
     """Longest delay between two retries of a failed graph sync (it is retried until it succeeds)."""
     peer_watch_interval_s: float = Field(default=1.0, gt=0)

@@ -2,7 +2,7 @@
 
 NLP over a document is CPU-heavy, so entries are processed strictly one after the other. A
 failure (NLP or graph down, a deadline, anything) never drops an entry: it records the error
-and falls due again after an exponential, capped backoff. Facts extracted before a graph
+and falls due again after an exponential, capped backoff with jitter (``runtime.backoff``). Facts extracted before a graph
 outage are kept in the entry, so a retry only re-sends them. The worker takes no part in
 ingestion: documents are READY before it ever sees them.
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
 from typing import Protocol
 
 from services.rag.documents import DocumentRecord, DocumentStatus, GraphSyncState, Section
@@ -35,6 +34,7 @@ from services.rag.graph_sync.outbox import Operation, Outbox, OutboxEntry
 from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.locks import KeyedLocks
 from services.runtime import domain_metrics, tracing
+from services.runtime.backoff import Backoff
 from services.runtime.errors import DeadlineExceeded, DomainError, Unavailable
 
 log = logging.getLogger("docuthinker.rag.graph")
@@ -51,16 +51,6 @@ class DocumentSource(Protocol):
     def sections(self, document_id: str) -> list[Section]: ...
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    initial_s: float
-    max_s: float
-
-    def delay_s(self, attempts: int) -> float:
-        """Delay after the ``attempts``-th consecutive failure (1-based): doubling, capped."""
-        return min(self.max_s, self.initial_s * 2 ** min(max(attempts - 1, 0), 40))
-
-
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, DomainError):
         return f"{exc.code.name}: {exc.message}"
@@ -75,13 +65,14 @@ class GraphSyncWorker:
         feed: GraphFeed,
         locks: KeyedLocks,
         settings: GraphSyncSettings,
+        backoff: Backoff | None = None,
     ) -> None:
         self._outbox = outbox
         self._documents = documents
         self._feed = feed
         self._locks = locks
         self._poll_s = settings.poll_interval_s
-        self._retry = RetryPolicy(settings.backoff_initial_s, settings.backoff_max_s)
+        self._retry = backoff or Backoff(settings.backoff_initial_s, settings.backoff_max_s)
         self._quiet_s = settings.ingestion_quiet_s
         self._yield_max_s = settings.yield_to_ingestion_max_s
         self._yielding_since: float | None = None

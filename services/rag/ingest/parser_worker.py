@@ -78,7 +78,7 @@ def _address_space_bytes() -> int:
 
 
 def serve(conn: Connection, memory_mb: int) -> None:
-    from services.rag.ingest.preparation import parse_or_refuse  # before the limit: imports are not the job's
+    from services.rag.ingest.parse_guard import parse_or_refuse  # before the limit: imports are not the job's
     from services.runtime import logs
 
     logs.configure("rag-parser", os.environ.get("DOCUTHINKER_LOG_LEVEL", "INFO"))  # JSON lines, as rag's own

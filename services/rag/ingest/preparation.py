@@ -6,24 +6,22 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from services.rag.documents import Chunk, DocumentRecord, ParsedDocument, Provenance, chunk_id_of
 from services.rag.ingest.chunking import ChunkerConfig, chunk_sections
-from services.rag.ingest.formats import FileType, corrupt
+from services.rag.ingest.formats import FileType
 from services.rag.ingest.ocr import OcrProgress, PageReader
+from services.rag.ingest.parse_guard import parse_or_refuse
 from services.rag.ingest.parser_pool import ParserPool
 from services.rag.ingest.parser_worker import ParseJob
-from services.rag.ingest.parsers import AudioReader, ParseLimits, parse
+from services.rag.ingest.parsers import AudioReader, ParseLimits
 from services.rag.ingest.parsers.limits import too_large
 from services.rag.ingest.progress import OcrEvents
 from services.rag.ingest.timecodes import time_range, touched
-from services.runtime.errors import DomainError, ResourceExhausted
+from services.runtime.errors import ResourceExhausted
 from services.speech.transcriber import Lane
-
-log = logging.getLogger("docuthinker.rag.ingest")
 
 
 @dataclass(frozen=True)
@@ -73,25 +71,6 @@ def _parse(config: PipelineConfig, record: DocumentRecord, data: bytes, on_ocr_p
     before()
     return parse_or_refuse(data, FileType(record.file_type), config.limits, record.document_id, config.ocr,
                            on_ocr_page, config.audio, on_audio)
-
-
-def parse_or_refuse(data: bytes, file_type: FileType, limits: ParseLimits, document_id: str,
-                    ocr: PageReader | None = None, on_ocr_page: OcrProgress | None = None,
-                    audio: AudioReader | None = None, on_audio: Callable[[float, float, str], None] | None = None,
-                    on_page: Callable[[int], None] | None = None) -> ParsedDocument:
-    """``parse``, with whatever a parser library raises on malformed input turned into a domain error
-    (here or in a parser worker process)."""
-    try:
-        return parse(data, file_type, limits, ocr, on_ocr_page, audio, on_audio, on_page)
-    except DomainError:
-        raise
-    except RecursionError as exc:
-        raise corrupt(file_type, "it is nested too deeply") from exc
-    except MemoryError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a parser library choking on malformed input
-        log.warning("parser failed", exc_info=exc, extra={"fields": {"document_id": document_id}})
-        raise corrupt(file_type, f"the {file_type.value} parser could not read it ({type(exc).__name__})") from exc
 
 
 def chunk_document(config: PipelineConfig, record: DocumentRecord, parsed: ParsedDocument,

@@ -6,8 +6,9 @@ Each item's documents are uploaded under a stable name, ``source:<source id>:<it
 attachment), so a changed item becomes a new version of the same document, and an upload repeated after a
 crash (the item's row not yet written) is a duplicate of the live version: nothing twice. An item that fails
 (unreadable, refused by ingestion) is recorded with its reason and tried again after a backoff that doubles per
-failure; the others go on. An error of the source itself (unreachable, refused credential, missing folder)
-stops the run: what was done stays done, nothing is deleted, and the run is retried with backoff.
+failure (capped, with jitter: ``runtime.backoff``); the others go on. An error of the source itself (unreachable,
+refused credential, missing folder) stops the run: what was done stays done, nothing is deleted, and the run is
+retried with backoff.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from services.rag.sources.model import RUN_ERRORS, SourceItem, SourceRecord, Sou
 from services.rag.sources.settings import SourcesSettings
 from services.rag.store.leases import LeaseLost
 from services.runtime import domain_metrics
+from services.runtime.backoff import Backoff
 from services.runtime.errors import DomainError, NotFound
 
 log = logging.getLogger("docuthinker.rag.sources")
@@ -38,10 +40,6 @@ ADDED, CHANGED, UNCHANGED = "added", "changed", "unchanged"
 def document_key(source_id: str, item_key: str, suffix: str = "") -> str:
     """The stable name of an item's document (a part's, with its suffix)."""
     return f"source:{source_id}:{item_key}" + (f"#{suffix}" if suffix else "")
-
-
-def backoff(attempts: int, initial: float, ceiling: float) -> float:
-    return min(initial * 2 ** max(attempts - 1, 0), ceiling)
 
 
 class Lease(Protocol):
@@ -75,6 +73,8 @@ class SyncEngine:
         self._catalog = catalog
         self._settings = settings
         self._clock = clock
+        self._item_backoff = Backoff(settings.item_backoff_initial_s, settings.item_backoff_max_s)
+        self._run_backoff = Backoff(settings.run_backoff_initial_s, settings.run_backoff_max_s)
 
     async def sync(self, source: SourceRecord, connector: Connector, lease: Lease) -> None:
         """Runs one sync of a source this replica has claimed, and records how it went."""
@@ -100,8 +100,7 @@ class SyncEngine:
         interval = source.interval_s or self._settings.default_interval_s
         next_run = now + interval
         if state is SourceState.FAILED:
-            next_run = now + min(backoff(failures, self._settings.run_backoff_initial_s,
-                                         self._settings.run_backoff_max_s), interval)
+            next_run = now + min(self._run_backoff.delay_s(failures), interval)
         retry = await asyncio.to_thread(self._earliest_retry, source)
         if retry is not None:
             next_run = min(next_run, max(retry, now + 1))
@@ -211,7 +210,7 @@ class SyncEngine:
         attempts = (before.attempts if before and before.failed else 0) + 1
         reason = error.reason if isinstance(error, DomainError) else type(error).__name__.upper()
         message = error.message if isinstance(error, DomainError) else str(error) or type(error).__name__
-        wait = backoff(attempts, self._settings.item_backoff_initial_s, self._settings.item_backoff_max_s)
+        wait = self._item_backoff.delay_s(attempts)
         record = SourceItem(source.tenant, source.source_id, item.key, item.token, "", tuple(documents), failed=True,
                             attempts=attempts, next_attempt=self._clock() + wait, error_reason=reason,
                             error_message=message[:1000], update_time=self._clock())

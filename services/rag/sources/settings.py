@@ -36,12 +36,13 @@ class SourcesSettings(BaseSettings):
     """The master key that seals source credentials (per tenant); unset: ``<data_dir>/auth/sources.key``, made on
     first use. Every replica must read the same key."""
     item_backoff_initial_s: float = Field(default=30.0, gt=0)
-    """Wait before a failed item is tried again; doubled per failure."""
+    """Wait before a failed item is tried again; doubled per failure, each wait less up to a fifth at random
+    (``services/runtime/backoff.py``)."""
     item_backoff_max_s: float = Field(default=6 * 3600.0, gt=0)
     """The longest wait between two tries of a failing item."""
     run_backoff_initial_s: float = Field(default=30.0, gt=0)
     """Wait before a source whose sync failed (unreachable, refused credential) is tried again; doubled per
-    failure, never past its interval."""
+    failure, never past its interval, each wait less up to a fifth at random (``services/runtime/backoff.py``)."""
     run_backoff_max_s: float = Field(default=3600.0, gt=0)
     """The longest wait before a failed sync is tried again."""
     network_timeout_s: float = Field(default=30.0, gt=0)
