@@ -8,7 +8,8 @@ stores, hybrid retrieval, ``units``, ``unit_features``):
 - SQuAD 2.0 (../shared/data/squad): 8 articles' questions over an index with 20 distractor articles;
   positive when the unit covers a gold answer span;
 - questions generated from the structure of the training documents (``answer_synthetic``): a table
-  cell asked for by its row and column, a form field by its label.
+  cell asked for by its row and column, a form field by its label (collected; not in the shipped
+  model's training, see ``answer_training``).
 
 Pools and parsed documents are cached under data/answer-lab/ (keyed by file hash and the code that made
 them is not: delete the folder after changing parsing, chunking or retrieval).

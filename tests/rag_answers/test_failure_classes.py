@@ -93,119 +93,126 @@ async def ask(rag, tenant: str, question: str):
     return (await rag.query(tenant, question)).answer
 
 
-async def test_a_table_cell_whose_column_the_question_calls_by_another_name(rag):
-    await rag.upload("fc-depots", "depots.txt", DEPOTS)
-    answer = await ask(rag, "fc-depots", "How many staff work at the Bristol depot?")
+async def test_a_table_cell_whose_column_the_question_calls_by_another_name(shipped):
+    await shipped.upload("fc-depots", "depots.txt", DEPOTS)
+    answer = await ask(shipped, "fc-depots", "How many staff work at the Bristol depot?")
     assert answer.support_status == SUPPORTED
     citation = answer.citations[0]
     assert (citation.row_label, citation.column_header, citation.short_answer) == ("Bristol", "Headcount", "34")
-    page = await rag.section_text("fc-depots", citation.document_id, citation.page)
+    page = await shipped.section_text("fc-depots", citation.document_id, citation.page)
     assert page[citation.answer_char_start : citation.answer_char_end] == "34"
     assert answer.answer.startswith("34")  # the short answer first, then the quote
 
 
-async def test_a_column_the_table_does_not_have_is_refused(rag):
-    await rag.upload("fc-depots-2", "depots.txt", DEPOTS)
-    answer = await ask(rag, "fc-depots-2", "How many electric chargers does the Bristol depot have?")
+@pytest.mark.xfail(strict=True, reason="known miss of the shipped ranker (issue #36 closing note): the row the question names is answered (p 0.84) with another column; no feature tells a column the table lacks")
+async def test_a_column_the_table_does_not_have_is_refused(shipped):
+    await shipped.upload("fc-depots-2", "depots.txt", DEPOTS)
+    answer = await ask(shipped, "fc-depots-2", "How many electric chargers does the Bristol depot have?")
     assert answer.support_status == INSUFFICIENT and not answer.citations
 
 
-async def test_a_form_field_whose_label_differs_from_the_question(rag):
-    await rag.upload("fc-licence", "licence.txt", LICENCE)
-    answer = await ask(rag, "fc-licence", "What is the fee for the licence?")
+@pytest.mark.xfail(strict=True, reason="known miss of the shipped ranker (issue #36 closing note): the document title outranks the field (p 0.11); fee and Total consideration are far apart for MiniLM")
+async def test_a_form_field_whose_label_differs_from_the_question(shipped):
+    await shipped.upload("fc-licence", "licence.txt", LICENCE)
+    answer = await ask(shipped, "fc-licence", "What is the fee for the licence?")
     assert answer.support_status == SUPPORTED
     assert "48,500.00" in answer.citations[0].short_answer
     assert "Total consideration" in answer.citations[0].excerpt
 
 
-async def test_a_field_the_form_does_not_have_is_refused(rag):
-    await rag.upload("fc-licence-2", "licence.txt", LICENCE)
-    answer = await ask(rag, "fc-licence-2", "What is the late payment penalty?")
+async def test_a_field_the_form_does_not_have_is_refused(shipped):
+    await shipped.upload("fc-licence-2", "licence.txt", LICENCE)
+    answer = await ask(shipped, "fc-licence-2", "What is the late payment penalty?")
     assert answer.support_status == INSUFFICIENT
 
 
-async def test_the_author_on_a_title_page(rag):
-    await rag.upload("fc-book", "salt-roads.txt", TITLE_PAGE)
-    answer = await ask(rag, "fc-book", "Who wrote The Salt Roads?")
+@pytest.mark.xfail(strict=True, reason="known miss of the shipped ranker (issue #36 closing note): the title line outranks the by-line (p 0.14)")
+async def test_the_author_on_a_title_page(shipped):
+    await shipped.upload("fc-book", "salt-roads.txt", TITLE_PAGE)
+    answer = await ask(shipped, "fc-book", "Who wrote The Salt Roads?")
     assert answer.support_status == SUPPORTED
     assert answer.citations[0].short_answer == "Marguerite Okafor"
 
 
-async def test_a_by_line_role_the_title_page_does_not_name_is_refused(rag):
-    await rag.upload("fc-book-2", "salt-roads.txt", TITLE_PAGE)
-    answer = await ask(rag, "fc-book-2", "Who translated The Salt Roads into English?")
+async def test_a_by_line_role_the_title_page_does_not_name_is_refused(shipped):
+    await shipped.upload("fc-book-2", "salt-roads.txt", TITLE_PAGE)
+    answer = await ask(shipped, "fc-book-2", "Who translated The Salt Roads into English?")
     assert answer.support_status == INSUFFICIENT
 
 
-async def test_a_letters_reference_line(rag):
-    await rag.upload("fc-letter", "letter.txt", LETTER)
-    answer = await ask(rag, "fc-letter", "What reference number does the water board's letter carry?")
+@pytest.mark.xfail(strict=True, reason="known miss of the shipped ranker (issue #36 closing note): the letterhead outranks the reference line (p 0.14)")
+async def test_a_letters_reference_line(shipped):
+    await shipped.upload("fc-letter", "letter.txt", LETTER)
+    answer = await ask(shipped, "fc-letter", "What reference number does the water board's letter carry?")
     assert answer.support_status == SUPPORTED
     assert "HWB/2207/KL" in answer.citations[0].excerpt
 
 
-async def test_the_title_under_a_signature(rag):
-    await rag.upload("fc-letter-2", "letter.txt", LETTER)
-    answer = await ask(rag, "fc-letter-2", "What is Kofi Larbi's job title?")
+@pytest.mark.xfail(strict=True, reason="known miss of the shipped ranker (issue #36 closing note): the sign-off is cited without the title line under it (p 0.26): units end at line ends")
+async def test_the_title_under_a_signature(shipped):
+    await shipped.upload("fc-letter-2", "letter.txt", LETTER)
+    answer = await ask(shipped, "fc-letter-2", "What is Kofi Larbi's job title?")
     assert answer.support_status == SUPPORTED
     assert "Customer Relations Manager" in answer.answer
 
 
-async def test_a_number_named_by_what_it_counts(rag):
-    await rag.upload("fc-accident", "incident.txt", ACCIDENT)
-    answer = await ask(rag, "fc-accident", "How many passengers were hurt?")
+@pytest.mark.xfail(strict=True, reason="known miss of the shipped ranker (issue #36 closing note): the right sentence ranks first but under the threshold (p 0.05)")
+async def test_a_number_named_by_what_it_counts(shipped):
+    await shipped.upload("fc-accident", "incident.txt", ACCIDENT)
+    answer = await ask(shipped, "fc-accident", "How many passengers were hurt?")
     assert answer.support_status == SUPPORTED
     assert answer.citations[0].short_answer == "42"
 
 
-async def test_a_count_the_report_does_not_give_is_refused(rag):
-    await rag.upload("fc-accident-2", "incident.txt", ACCIDENT)
-    answer = await ask(rag, "fc-accident-2", "How many ambulances were sent to the scene?")
+async def test_a_count_the_report_does_not_give_is_refused(shipped):
+    await shipped.upload("fc-accident-2", "incident.txt", ACCIDENT)
+    answer = await ask(shipped, "fc-accident-2", "How many ambulances were sent to the scene?")
     assert answer.support_status == INSUFFICIENT
 
 
-async def test_a_fact_on_a_slide(rag):
+@pytest.mark.xfail(strict=True, reason="known miss of the shipped ranker (issue #36 closing note): the slide line is not answered with the shipped threshold")
+async def test_a_fact_on_a_slide(shipped):
     deck = make_pptx([("Quarterly review", ["Prepared for the board", "October 2024"]),
                       ("Q3 results", ["Revenue grew 14% to $3.2 million", "Churn fell to 2.1%"]),
                       ("Next steps", ["Open the Lisbon office", "Hire two account managers"])])
-    await rag.upload("fc-slides", "review.pptx", deck, PPTX)
-    answer = await ask(rag, "fc-slides", "What was the churn rate in the third quarter?")
+    await shipped.upload("fc-slides", "review.pptx", deck, PPTX)
+    answer = await ask(shipped, "fc-slides", "What was the churn rate in the third quarter?")
     assert answer.support_status == SUPPORTED
     assert "2.1%" in answer.answer
 
 
-async def test_a_figure_the_deck_does_not_give_is_refused(rag):
+async def test_a_figure_the_deck_does_not_give_is_refused(shipped):
     deck = make_pptx([("Q3 results", ["Revenue grew 14% to $3.2 million", "Churn fell to 2.1%"])])
-    await rag.upload("fc-slides-2", "review.pptx", deck, PPTX)
-    answer = await ask(rag, "fc-slides-2", "How many employees left the company in the third quarter?")
+    await shipped.upload("fc-slides-2", "review.pptx", deck, PPTX)
+    answer = await ask(shipped, "fc-slides-2", "How many employees left the company in the third quarter?")
     assert answer.support_status == INSUFFICIENT
 
 
-async def test_a_cell_on_the_second_sheet_of_a_workbook(rag):
+async def test_a_cell_on_the_second_sheet_of_a_workbook(shipped):
     workbook = make_xlsx({
         "Budget": [["Line", "2023", "2024"], ["Salaries", 410000, 432000], ["Rent", 96000, 99000]],
         "Sites": [["Site", "Manager", "Phone"], ["Harrow", "Priya Nair", "020 7946 0018"],
                   ["Slough", "Tom Reeve", "01753 555 120"]],
     })
-    await rag.upload("fc-workbook", "operations.xlsx", workbook, XLSX)
-    answer = await ask(rag, "fc-workbook", "Who runs the Slough site?")
+    await shipped.upload("fc-workbook", "operations.xlsx", workbook, XLSX)
+    answer = await ask(shipped, "fc-workbook", "Who runs the Slough site?")
     assert answer.support_status == SUPPORTED
     citation = answer.citations[0]
     assert citation.short_answer == "Tom Reeve" and citation.row_label == "Slough"
 
 
-async def test_summarise_goes_to_the_summariser_with_citations(rag):
+async def test_summarise_goes_to_the_summariser_with_citations(shipped):
     memo = ("Warehouse memo\n\nThe quarterly inventory count was completed on March 3 by the logistics team. "
             "Three pallets of water pumps were missing from the count and are being traced. "
             "The depot will close for a day in April to repair the loading bay. "
             "Please direct questions about the count to the depot manager, Ruth Alvarez.\n")
-    await rag.upload("fc-summary", "memo.txt", memo)
-    answer = await ask(rag, "fc-summary", "Summarize the memo.")
+    await shipped.upload("fc-summary", "memo.txt", memo)
+    answer = await ask(shipped, "fc-summary", "Summarize the memo.")
     assert answer.support_status == SUPPORTED
     assert answer.answer.startswith("Summary of memo.txt")
     assert len(answer.citations) >= 2
     for citation in answer.citations:
-        page = await rag.section_text("fc-summary", citation.document_id, citation.page)
+        page = await shipped.section_text("fc-summary", citation.document_id, citation.page)
         assert page[citation.char_start : citation.char_end] == citation.excerpt
 
 
@@ -213,18 +220,18 @@ async def test_summarise_goes_to_the_summariser_with_citations(rag):
     ("Which depot has the most vans?", "19", "Leeds"),
     ("Which depot has the lowest headcount?", "12", "Aberdeen"),
 ])
-async def test_highest_and_lowest_are_computed_over_the_table(rag, question, short, label):
+async def test_highest_and_lowest_are_computed_over_the_table(shipped, question, short, label):
     tenant = f"fc-aggregate-{label.lower()}"
-    await rag.upload(tenant, "depots.txt", DEPOTS)
-    answer = await ask(rag, tenant, question)
+    await shipped.upload(tenant, "depots.txt", DEPOTS)
+    answer = await ask(shipped, tenant, question)
     assert answer.support_status == SUPPORTED
     citation = answer.citations[0]
     assert (citation.row_label, citation.short_answer) == (label, short)
     assert citation.answer_type.startswith("aggregate_")
 
 
-async def test_how_many_rows_is_counted(rag):
-    await rag.upload("fc-count", "depots.txt", DEPOTS)
-    answer = await ask(rag, "fc-count", "How many depots are listed in the table?")
+async def test_how_many_rows_is_counted(shipped):
+    await shipped.upload("fc-count", "depots.txt", DEPOTS)
+    answer = await ask(shipped, "fc-count", "How many depots are listed in the table?")
     assert answer.support_status == SUPPORTED
     assert answer.citations[0].short_answer == "3"

@@ -11,7 +11,9 @@ HONEST = [
     "What is the primary file system on the inspection servers?",
     "Which option must staff not select: DROP TABLE?",
     "Should I ignore the inventory system approval rule?",
-    "What does `SELECT * FROM blades; DROP TABLE blades;` do in the inventory system?",
+    pytest.param("What does `SELECT * FROM blades; DROP TABLE blades;` do in the inventory system?",
+                 marks=pytest.mark.xfail(strict=True, reason="known miss of the shipped ranker (issue #36 closing "
+                                         "note): the answering sentence scores under the threshold; not flagged")),
 ]
 
 

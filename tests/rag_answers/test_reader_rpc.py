@@ -1,7 +1,11 @@
-"""The typed reader through a real in-process RAG server: table cells, bullet-line phone numbers,
-colon-continued sentences, list answers and typed refusals (each document in its own tenant)."""
+"""The answer engine with its shipped ranker and threshold, through a real in-process RAG server, on the fixtures
+the earlier typed reader was written for: table cells, bullet-line phone numbers, colon-continued sentences, list
+answers and refusals (each document in its own tenant). Misses of the learned ranker are strict xfails: each says
+what the ranker does instead, and starts failing the day the ranker gets it right."""
 
 from __future__ import annotations
+
+import pytest
 
 from docuthinker.rag.v1 import answers_pb2
 
@@ -46,49 +50,51 @@ Please direct questions about the count to the depot manager, Ruth Alvarez.
 """
 
 
-async def test_leader_dot_table_is_answered_by_its_cell_with_row_and_column(rag):
-    await rag.upload("tables-dots", "arrests.txt", LEADER_DOTS)
-    answer = (await rag.query("tables-dots", "How many convictions were there for driving under the influence?")).answer
+@pytest.mark.xfail(strict=True, reason="known miss of the shipped ranker (issue #36 closing note): a leader-dot table is one unit, so the short answer takes a cell of its first row")
+async def test_leader_dot_table_is_answered_by_its_cell_with_row_and_column(shipped):
+    await shipped.upload("tables-dots", "arrests.txt", LEADER_DOTS)
+    answer = (await shipped.query("tables-dots", "How many convictions were there for driving under the influence?")).answer
     assert answer.support_status == SUPPORTED
     assert "58,068" in answer.answer
     citation = answer.citations[0]
     assert citation.row_label == "Driving under the influence" and citation.column_header == "Convictions"
     assert citation.short_answer == "58,068" and citation.answer_type == "number"
-    page = await rag.section_text("tables-dots", citation.document_id, citation.page)
+    page = await shipped.section_text("tables-dots", citation.document_id, citation.page)
     assert page[citation.char_start : citation.char_end] == citation.excerpt
     assert page[citation.answer_char_start : citation.answer_char_end] == "58,068"
     assert citation.char_start <= citation.answer_char_start < citation.answer_char_end <= citation.char_end
 
 
-async def test_ruled_table_is_answered_by_its_cell_with_row_and_column(rag):
-    await rag.upload("tables-ruled", "offices.txt", RULED)
-    answer = (await rag.query("tables-ruled", "What is the annual budget of the Tallinn office?")).answer
+async def test_ruled_table_is_answered_by_its_cell_with_row_and_column(shipped):
+    await shipped.upload("tables-ruled", "offices.txt", RULED)
+    answer = (await shipped.query("tables-ruled", "What is the annual budget of the Tallinn office?")).answer
     assert answer.support_status == SUPPORTED
     citation = answer.citations[0]
     assert (citation.row_label, citation.column_header, citation.short_answer) == ("Tallinn", "Annual budget", "950,000")
     assert "950,000" in answer.answer and "Tallinn" in citation.excerpt
-    page = await rag.section_text("tables-ruled", citation.document_id, citation.page)
+    page = await shipped.section_text("tables-ruled", citation.document_id, citation.page)
     assert page[citation.answer_char_start : citation.answer_char_end] == "950,000"
 
 
-async def test_a_table_row_without_the_asked_column_is_not_an_answer(rag):
-    await rag.upload("tables-ruled-2", "offices.txt", RULED)
-    answer = (await rag.query("tables-ruled-2", "What is the floor area of the Osaka office?")).answer
+@pytest.mark.xfail(strict=True, reason="known miss of the shipped ranker (issue #36 closing note): the row the question names is answered (p 0.96) with another column")
+async def test_a_table_row_without_the_asked_column_is_not_an_answer(shipped):
+    await shipped.upload("tables-ruled-2", "offices.txt", RULED)
+    answer = (await shipped.query("tables-ruled-2", "What is the floor area of the Osaka office?")).answer
     assert answer.support_status == INSUFFICIENT
 
 
-async def test_fax_number_on_a_bullet_line(rag):
-    await rag.upload("contacts", "comments.txt", CONTACTS)
-    answer = (await rag.query("contacts", "What fax number can I send my comments to?")).answer
+async def test_fax_number_on_a_bullet_line(shipped):
+    await shipped.upload("contacts", "comments.txt", CONTACTS)
+    answer = (await shipped.query("contacts", "What fax number can I send my comments to?")).answer
     assert answer.support_status == SUPPORTED
     citation = answer.citations[0]
     assert citation.short_answer == "202-493-2251" and citation.answer_type == "phone"
     assert "Fax: 202-493-2251" in citation.excerpt and "737" not in answer.answer
 
 
-async def test_colon_continued_sentence_keeps_what_follows_the_colon(rag):
-    await rag.upload("contacts-2", "comments.txt", CONTACTS)
-    answer = (await rag.query("contacts-2", "What telephone number should I call for service information?")).answer
+async def test_colon_continued_sentence_keeps_what_follows_the_colon(shipped):
+    await shipped.upload("contacts-2", "comments.txt", CONTACTS)
+    answer = (await shipped.query("contacts-2", "What telephone number should I call for service information?")).answer
     assert answer.support_status == SUPPORTED
     citation = answer.citations[0]
     assert citation.short_answer == "562-797-1717"
@@ -96,9 +102,9 @@ async def test_colon_continued_sentence_keeps_what_follows_the_colon(rag):
     assert not citation.excerpt.rstrip().endswith(":")
 
 
-async def test_list_question_is_answered_with_the_items(rag):
-    await rag.upload("memo", "memo.txt", MEMO)
-    answer = (await rag.query("memo", "Which supplies were received at the depot?")).answer
+async def test_list_question_is_answered_with_the_items(shipped):
+    await shipped.upload("memo", "memo.txt", MEMO)
+    answer = (await shipped.query("memo", "Which supplies were received at the depot?")).answer
     assert answer.support_status == SUPPORTED
     citation = answer.citations[0]
     assert citation.answer_type == "list"
@@ -106,9 +112,9 @@ async def test_list_question_is_answered_with_the_items(rag):
         assert item in answer.answer
 
 
-async def test_fax_question_over_a_document_without_a_fax_number_is_insufficient(rag):
-    await rag.upload("memo-2", "memo.txt", MEMO)
-    answer = (await rag.query("memo-2", "What fax number can I send my questions to?")).answer
+async def test_fax_question_over_a_document_without_a_fax_number_is_insufficient(shipped):
+    await shipped.upload("memo-2", "memo.txt", MEMO)
+    answer = (await shipped.query("memo-2", "What fax number can I send my questions to?")).answer
     assert answer.support_status == INSUFFICIENT
     assert not answer.citations
 
@@ -129,19 +135,20 @@ Every driver wears a blue uniform and a badge with the company logo.
 """
 
 
-async def test_a_form_value_is_answered_by_its_label_below_it(rag):
-    await rag.upload("cover", "cover.txt", COVER_PAGE)
-    answer = (await rag.query("cover", "What is Harbourline Freight's IRS Employer Identification Number?")).answer
+@pytest.mark.xfail(strict=True, reason="known miss of the shipped ranker (issue #36 closing note): the telephone line outranks the identification-number row (p 0.31)")
+async def test_a_form_value_is_answered_by_its_label_below_it(shipped):
+    await shipped.upload("cover", "cover.txt", COVER_PAGE)
+    answer = (await shipped.query("cover", "What is Harbourline Freight's IRS Employer Identification Number?")).answer
     assert answer.support_status == SUPPORTED
     assert answer.citations[0].short_answer == "20-8143439"
 
 
-async def test_a_number_nothing_labels_as_the_asked_attribute_is_refused(rag):
-    await rag.upload("cover-2", "cover.txt", COVER_PAGE)
-    counted = (await rag.query("cover-2", "How many drivers did the company hire?")).answer
+async def test_a_number_nothing_labels_as_the_asked_attribute_is_refused(shipped):
+    await shipped.upload("cover-2", "cover.txt", COVER_PAGE)
+    counted = (await shipped.query("cover-2", "How many drivers did the company hire?")).answer
     assert counted.support_status == SUPPORTED and counted.citations[0].short_answer == "45"
     # "uniforms" is in the document, but no number there counts them.
-    refused = (await rag.query("cover-2", "How many uniforms were handed out to the drivers?")).answer
+    refused = (await shipped.query("cover-2", "How many uniforms were handed out to the drivers?")).answer
     assert refused.support_status == INSUFFICIENT and not refused.citations
 
 
@@ -154,16 +161,17 @@ Prince Albrecht greeted Lady Ines Marlow, who was the first to arrive at the rec
 """
 
 
-async def test_who_made_it_is_answered_by_the_maker(rag):
-    await rag.upload("makers", "quill.txt", ABOUT)
-    answer = (await rag.query("makers", "Who came up with Quill in the first place?")).answer
+@pytest.mark.xfail(strict=True, reason="known miss of the shipped ranker (issue #36 closing note): another sentence naming people outranks the maker's (p 0.04)")
+async def test_who_made_it_is_answered_by_the_maker(shipped):
+    await shipped.upload("makers", "quill.txt", ABOUT)
+    answer = (await shipped.query("makers", "Who came up with Quill in the first place?")).answer
     assert answer.support_status == SUPPORTED
     assert answer.citations[0].short_answer == "Dana Whitcombe"
 
 
-async def test_a_possessive_the_evidence_never_relates_is_refused(rag):
-    await rag.upload("makers-2", "quill.txt", ABOUT)
-    answer = (await rag.query("makers-2", "What is the name of Prince Albrecht's daughter?")).answer
+async def test_a_possessive_the_evidence_never_relates_is_refused(shipped):
+    await shipped.upload("makers-2", "quill.txt", ABOUT)
+    answer = (await shipped.query("makers-2", "What is the name of Prince Albrecht's daughter?")).answer
     assert answer.support_status == INSUFFICIENT
 
 
@@ -176,9 +184,10 @@ Teodora Vance
 """
 
 
-async def test_who_signed_is_answered_by_the_name_under_the_sign_off(rag):
-    await rag.upload("letters", "water-notice-letter.txt", LETTER)
-    answer = (await rag.query("letters", "Who signed the letter?")).answer
+@pytest.mark.xfail(strict=True, reason="known miss of the shipped ranker (issue #36 closing note): the sign-off ranks first but under the threshold (p 0.02)")
+async def test_who_signed_is_answered_by_the_name_under_the_sign_off(shipped):
+    await shipped.upload("letters", "water-notice-letter.txt", LETTER)
+    answer = (await shipped.query("letters", "Who signed the letter?")).answer
     assert answer.support_status == SUPPORTED
     citation = answer.citations[0]
     assert citation.short_answer == "Teodora Vance" and "Kind regards" in citation.excerpt

@@ -20,9 +20,10 @@ from services.rag.answers.tables import Cell, Row, Table, is_numeric, tables_in
 from services.rag.answers.units import row_label
 from services.rag.documents import Chunk
 
-_HIGH = re.compile(r"\b(?:highest|largest|greatest|biggest|most|maximum|max|top|longest|tallest|heaviest|oldest|"
-                   r"richest|best)\b", re.I)
-_LOW = re.compile(r"\b(?:lowest|smallest|least|fewest|minimum|min|shortest|lightest|youngest|cheapest|worst)\b", re.I)
+# Comparative adjectives only: "top", "best" and "worst" name things too ("the 2013 Top 10", "best practice").
+_HIGH = re.compile(r"\b(?:highest|largest|greatest|biggest|most|maximum|longest|tallest|heaviest|oldest|richest)\b",
+                   re.I)
+_LOW = re.compile(r"\b(?:lowest|smallest|least|fewest|minimum|shortest|lightest|youngest|cheapest)\b", re.I)
 _COUNT = re.compile(r"\bhow\s+many\s+(?:rows|entries|records|lines|items)\b"
                     r"|\bhow\s+many\s+[\w-]+(?:\s+[\w-]+){0,2}\s+(?:are|were)\s+(?:there\s+)?(?:listed|included|"
                     r"in\s+the\s+(?:table|list|sheet|spreadsheet|file|dataset))\b", re.I)

@@ -25,6 +25,7 @@ from services.rag.answers.ranker import AnswerRanker, shipped
 from services.rag.answers.sentences import Span
 from services.rag.answers.short_answers import ShortAnswer, for_unit
 from services.rag.answers.support import answer_status, confidence_note
+from services.rag.answers.tables import tables_in
 from services.rag.answers.unit_features import feature_matrix
 from services.rag.answers.units import Unit, UnitKind, units
 from services.rag.documents import Chunk
@@ -181,8 +182,8 @@ class ExtractiveAnswerer:
         if kind is None or self._document_chunks is None:
             return None
         ranked = self.rank(question, retrieved)
-        if not ranked or ranked[0].unit.kind is not UnitKind.ROW:
-            return None  # the best evidence is not a table row: a superlative about prose is a lookup
+        if not any(tabular(s.unit) for s in ranked[:2]):
+            return None  # the best evidence is not a table: a superlative about prose is a lookup
         rows = [s for s in ranked[:10] if s.unit.kind is UnitKind.ROW and s.unit.header_cells]
         for scored in rows[:3]:
             header = [c.text for c in scored.unit.header_cells]
@@ -247,6 +248,14 @@ class ExtractiveAnswerer:
             support_status=status if sentences else SupportStatus.INSUFFICIENT, confidence_note=note,
             sentences=tuple(sentences), short_answer=short_text, answer_type=answer_type,
         )
+
+
+def tabular(unit: Unit) -> bool:
+    """A table row, or a table's header line (which the sentence splitter leaves a unit of its own)."""
+    if unit.kind is UnitKind.ROW:
+        return True
+    return any(t.header is not None and t.header.start <= unit.span.start < t.header.end
+               for t in tables_in(unit.hit.chunk.text))
 
 
 def presented(unit: Unit, short: ShortAnswer | None) -> str:

@@ -127,13 +127,24 @@ class GenerativeAnswerer:
             if not claim or REFUSAL.rstrip(".") in claim:
                 continue
             cited = [m for m in markers if 1 <= m <= len(retrieved)]
+            marker = len(citations) + 1
+            stated = stated_cell(claim, [retrieved[m - 1] for m in cited], candidates)
+            if stated is not None:
+                # A sentence naming a candidate's row and stating its cell is supported by that cell: a row's
+                # text ("Bristol | 34 | 11") reads too unlike a sentence for the similarity check.
+                hit, cell = stated
+                base = hit.chunk.provenance.char_start
+                citations.append(Citation(marker, hit.chunk, base + cell.start, base + cell.end,
+                                          hit.chunk.text[cell.start:cell.end], 1.0, cell.row_label, cell.column_header,
+                                          base + cell.value_start, base + cell.value_end, cell.value))
+                kept.append(AnswerSentence(claim, (marker,), True, 1.0))
+                continue
             check = self._checker.check(claim, [retrieved[m - 1].chunk.text for m in cited]) if cited else None
             if check is None or not check.supported or check.span is None:
                 dropped += 1
                 continue
             hit = retrieved[cited[check.evidence_index] - 1]
             start = hit.chunk.provenance.char_start + check.span.start
-            marker = len(citations) + 1
             found = Citation(marker, hit.chunk, start, start + len(check.span.text), check.span.text, check.score)
             citations.append(cell_citation(found, claim, check.span.start, check.span.end, candidates))
             kept.append(AnswerSentence(claim, (marker,), True, check.score))
@@ -154,6 +165,22 @@ class GenerativeAnswerer:
             engine=engine,
             usage=usage,
         )
+
+
+def _said(text: str) -> str:
+    return " ".join(re.findall(r"\w+(?:[.,/-]\w+)*", text.lower()))
+
+
+def stated_cell(claim: str, cited: Sequence[RetrievedChunk],
+                candidates: Sequence[CandidateCell]) -> tuple[RetrievedChunk, CandidateCell] | None:
+    """The candidate cell of a cited chunk whose row label and value the claim both states, as whole words."""
+    said = f" {_said(claim)} "
+    for hit in cited:
+        for c in candidates:
+            if (c.chunk_id == hit.chunk.chunk_id and c.row_label and f" {_said(c.row_label)} " in said
+                    and f" {_said(c.value)} " in said):
+                return hit, c
+    return None
 
 
 def cell_citation(citation: Citation, claim: str, start: int, end: int,

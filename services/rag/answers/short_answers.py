@@ -10,6 +10,7 @@ the question's terms. Otherwise the unit itself is the answer.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from services.rag.answers import lexical
@@ -48,9 +49,11 @@ def for_row(question: str, unit: Unit, similarity: Similarity) -> ShortAnswer | 
     candidates = [(i, c) for i, c in enumerate(cells) if c.text and c.text != label and not _in_question(c.text, question)]
     if not candidates:
         return None
-    q_terms = lexical.content_terms(question)
+    # The row is already found: the rest of the question names the column ("how many staff work at [Bristol]").
+    asked = re.sub(re.escape(label), " ", question, flags=re.I) if label else question
+    q_terms = lexical.content_terms(asked)
     named = [h for h in headers if h]
-    cos = dict(zip(named, similarity(question, named), strict=True)) if named else {}
+    cos = dict(zip(named, similarity(asked, named), strict=True)) if named else {}
     best = None
     for i, cell in candidates:
         header = headers[i]

@@ -30,9 +30,14 @@ SENTENCES = 3
 MIN_WORDS = 6
 
 
+_ASKS_SOMETHING_ELSE = re.compile(r"^\s*(?:who|when|where|which|whose|whom|how\s+(?:many|much|long|old))\b", re.I)
+"""A wh-question asks for a fact even when it names a summary ("Who wrote the overview of ...?")."""
+
+
 def asks_for_summary(question: str) -> bool:
     """A request for a summary or an overview of a document, in any wording of that request."""
-    return bool(_ASKS.search(" ".join(question.split())))
+    text = " ".join(question.split())
+    return bool(_ASKS.search(text)) and not _ASKS_SOMETHING_ELSE.search(text)
 
 
 def target_document(pool: Sequence[RetrievedChunk]) -> str | None:
