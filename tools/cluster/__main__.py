@@ -65,15 +65,15 @@ def smoke() -> dict[str, Any]:
     gateway = drills.client(f"smoke{uuid.uuid4().hex[:6]}", timeout=120)
     reply = drills.upload(gateway, "smoke.txt", drills.text("smoke survey", 30, "zyxsmokeqv"))
     reply.raise_for_status()
-    document = reply.json().get("document", reply.json())
+    document = reply.json()["result"]["document"]
     hits = gateway.post("/v1/search", json={"query": "zyxsmokeqv", "top_k": 3}).json().get("results", [])
     sentiment = gateway.post("/v1/nlp/sentiment", json={"text": "The canal survey went wonderfully well."})
     graph = gateway.get("/v1/graph/stats")
-    figures = {"upload": reply.status_code, "status": document.get("status"), "chunks": document.get("chunkCount"),
+    figures = {"upload": reply.status_code, "status": document["status"], "chunks": document["chunk_count"],
                "search_hits_with_marker": sum("zyxsmokeqv" in h.get("text", "") for h in hits),
                "nlp_sentiment": sentiment.status_code, "graph_stats": graph.status_code}
     print(json.dumps(figures))
-    if not (reply.status_code == 200 and figures["search_hits_with_marker"] and sentiment.status_code == 200
+    if not (document["status"] == "DOCUMENT_STATUS_READY" and figures["search_hits_with_marker"] and sentiment.status_code == 200
             and graph.status_code == 200):
         raise SystemExit(f"cluster test failed: {figures}")
     return figures
@@ -85,11 +85,12 @@ def down() -> None:
             mesh.collect_logs()
         except (RuntimeError, subprocess.TimeoutExpired, OSError) as exc:
             print(f"logs not collected: {exc}", file=sys.stderr)
-    for _ in range(2):
-        for h in net.HOSTS:
-            if h in net.namespaces():
-                net.set_loss((h,), 0)
-        removed = mesh.remove_all()
+    for h in net.HOSTS:
+        if h in net.namespaces():
+            net.set_loss((h,), 0)
+    # Twice: a container that was still being started when the first pass listed them is caught by the second.
+    removed = mesh.remove_all()
+    removed += mesh.remove_all()
     namespaces = net.down()
     import shutil
 

@@ -76,12 +76,13 @@ def containers(rag_cpusets: tuple[str, str] = ("", ""), profile: str = "full") -
 
 
 def _postgres_script() -> str:
-    # initdb once into the volume (scram for the hosts' subnet, the password from its file), then PostgreSQL in the
-    # foreground as PID 1 (exec), so a stop or kill of the container is one of PostgreSQL itself.
+    # initdb once into the volume (UTF8: under the C locale it would be SQL_ASCII, whose text psycopg returns as
+    # bytes, and the rag store would misread what it reads back; scram for the hosts' subnet, the password from its
+    # file), then PostgreSQL in the foreground as PID 1 (exec), so a stop or kill of the container is one of PostgreSQL itself.
     return (f"set -e; bin={PG_BIN}; "
             "if [ ! -f /pgdata/PG_VERSION ]; then "
-            f"$bin/initdb -D /pgdata -U {PG_USER} --auth-local=trust --auth-host=scram-sha-256 "
-            f"--pwfile={SECRETS_IN}/postgres/password >/dev/null; "
+            f"$bin/initdb -D /pgdata -U {PG_USER} --encoding=UTF8 --locale=C.UTF-8 --auth-local=trust "
+            f"--auth-host=scram-sha-256 --pwfile={SECRETS_IN}/postgres/password >/dev/null; "
             f"echo 'host all all {net.SUBNET} scram-sha-256' >> /pgdata/pg_hba.conf; "
             f"echo 'CREATE DATABASE docuthinker' | $bin/postgres --single -D /pgdata postgres >/dev/null; fi; "
             f"exec $bin/postgres -D /pgdata -h 0.0.0.0 -p {PG_PORT} -k /tmp -c max_connections=200")
