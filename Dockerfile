@@ -71,6 +71,7 @@ WORKDIR /app
 COPY --from=build /app /app
 COPY web ./web
 COPY deploy/observability ./deploy/observability
+COPY deploy/podman/postgres.sh ./deploy/podman/postgres.sh
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     HOME=/tmp \

@@ -1,4 +1,5 @@
-"""``python -m tools.cluster up|test|chaos|scale|down|record-image`` (the ``make cluster-*`` targets)."""
+"""``python -m tools.cluster up|test|chaos|scale|down|compose-up|compose-down|record-image`` (``make cluster-*``,
+``make compose-*``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 import uuid
 from typing import Any
 
-from tools.cluster import IMAGE, PODMAN_ENV, drills, mesh, net, results
+from tools.cluster import IMAGE, PODMAN_ENV, compose, drills, mesh, net, results
 
 
 def record_image(tag: str, base: str, build_s: float) -> dict[str, Any]:
@@ -106,6 +107,7 @@ def chaos(which: list[str]) -> dict[str, Any]:
         "cut_link": lambda: drills.cut_link(mesh.H3),
         "packet_loss": drills.packet_loss,
         "postgres_restart": drills.postgres_restart,
+        "delay": drills.delay,
     }
     for name in which:
         print(f"drill {name} ...", flush=True)
@@ -159,9 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     up_parser.add_argument("--profile", choices=mesh.PROFILES, default="full")
     commands.add_parser("test")
     chaos_parser = commands.add_parser("chaos")
-    chaos_parser.add_argument("--drills", default="kill_rag,cut_link,packet_loss,postgres_restart")
+    chaos_parser.add_argument("--drills", default="kill_rag,cut_link,packet_loss,delay,postgres_restart")
     commands.add_parser("scale")
     commands.add_parser("down")
+    commands.add_parser("compose-up")
+    commands.add_parser("compose-down")
     args = parser.parse_args(argv)
     if args.command == "record-image":
         record_image(args.tag, args.base, args.build_s)
@@ -173,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
         chaos(args.drills.split(","))
     elif args.command == "scale":
         scale()
+    elif args.command == "compose-up":
+        results.record("compose", {**compose.up(), "smoke": compose.smoke()})
+    elif args.command == "compose-down":
+        compose.down()
     else:
         down()
     return 0

@@ -364,3 +364,69 @@ def scaling(replicas: int, documents_n: int = 24, paragraphs: int = 60, queries:
         "searches": queries, "searches_failed": queries - len(ok), "searches_per_s": round(len(ok) / search_s, 1),
         **percentiles(ok),
     }
+
+
+PROXY_PORT = 50061
+
+
+def _proxies(delay_ms: float) -> list[Any]:
+    """One delaying proxy per rag host, inside that host's namespace, in front of its rag replica."""
+    import subprocess
+    import sys
+
+    started = []
+    for host in (mesh.H2, mesh.H3):
+        started.append(subprocess.Popen(
+            ["ip", "netns", "exec", host, sys.executable, "-m", "tools.cluster.delay",
+             "--listen", f"{net.address(host)}:{PROXY_PORT}", "--to", "127.0.0.1:50051", "--back-ms", str(delay_ms)],
+            cwd=str(mesh.REPO), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return started
+
+
+def _stop(processes: list[Any]) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - a proxy that ignores SIGTERM is killed
+            process.kill()
+
+
+def _envoy_targets(rag_target: str) -> None:
+    """Envoy's config rendered again with ``rag_target`` and Envoy restarted on it (the others' targets unchanged)."""
+    envoy = _container("dt40-envoy")
+    mesh.render_envoy(env_vars={**mesh.environment(), "DOCUTHINKER_RAG_TARGET": rag_target})
+    mesh.podman(envoy.host, "restart", "--time", "5", envoy.name, timeout=60)
+    mesh.wait_healthy([envoy], timeout_s=60)
+
+
+def delay(delay_ms: float = 20, searches: int = 60) -> dict[str, Any]:
+    """Search latency through Envoy with the rag hosts' answers ``delay_ms`` late, against the same path at 0 ms.
+
+    No netem here: a TCP proxy on each rag host (``tools/cluster/delay.py``) holds every chunk the replica sends back
+    for ``delay_ms`` (one direction, as ``netem delay`` on the rag host's link would), and Envoy is pointed at the
+    proxies; the 0 ms run goes through the same proxies, so only the delay differs."""
+    tenant = f"delay{uuid.uuid4().hex[:6]}"
+    gateway = _seed(tenant)
+    rag_target = ",".join(f"{net.address(h)}:{PROXY_PORT}" for h in (mesh.H2, mesh.H3))
+    figures: dict[str, Any] = {"method": "TCP proxy per rag host delaying the replica's replies (tools/cluster/"
+                                         "delay.py); Envoy routed through the proxies for both runs"}
+    proxies: list[Any] = []
+    try:
+        for ms in (0.0, float(delay_ms)):
+            _stop(proxies)
+            proxies = _proxies(ms)
+            if ms == 0.0:
+                _envoy_targets(rag_target)
+            rag_members_healthy(2, timeout_s=60)
+            for i in range(5):  # untimed: connections made, caches warm
+                search(gateway, f"warm {i}")
+            results = [search(gateway, f"depth of reach {i}", timeout=15) for i in range(searches)]
+            ok = [took for status, took in results if status == 200]
+            figures[f"{ms:g}ms"] = {"searches": searches, "failed": searches - len(ok), **percentiles(ok)}
+    finally:
+        _envoy_targets(mesh.environment()["DOCUTHINKER_RAG_TARGET"])
+        _stop(proxies)
+        rag_members_healthy(2, timeout_s=60)
+    return figures

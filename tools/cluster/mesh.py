@@ -31,7 +31,6 @@ H1, H2, H3 = net.HOSTS
 PG_PORT = 5432
 PG_USER = "docuthinker"
 SECRETS_IN = "/run/docuthinker"
-PG_BIN = "$(python -c 'import os, pgserver; print(os.path.dirname(pgserver.__file__))')/pginstall/bin"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +59,7 @@ and searches go from Envoy straight to rag), which starts in a fraction of the t
 def containers(rag_cpusets: tuple[str, str] = ("", ""), profile: str = "full") -> list[Container]:
     """The cluster's containers in start order (PostgreSQL first: the services connect at start)."""
     every = [
-        Container("dt40-postgres", H1, ("sh", "-c", _postgres_script()), "1g"),
+        Container("dt40-postgres", H1, ("sh", "/app/deploy/podman/postgres.sh"), "1g"),
         _service("dt40-graph", H1, "services.graph", "1536m", 9463),
         _service("dt40-orchestrator", H1, "services.orchestrator", "3g", 9460),
         _service("dt40-rag-1", H2, "services.rag", "3g", 9461, rag_cpusets[0]),
@@ -73,19 +72,6 @@ def containers(rag_cpusets: tuple[str, str] = ("", ""), profile: str = "full") -
     if profile == "drill":
         return [c for c in every if c.name in ("dt40-postgres", "dt40-rag-1", "dt40-rag-2", "dt40-envoy")]
     return every
-
-
-def _postgres_script() -> str:
-    # initdb once into the volume (UTF8: under the C locale it would be SQL_ASCII, whose text psycopg returns as
-    # bytes, and the rag store would misread what it reads back; scram for the hosts' subnet, the password from its
-    # file), then PostgreSQL in the foreground as PID 1 (exec), so a stop or kill of the container is one of PostgreSQL itself.
-    return (f"set -e; bin={PG_BIN}; "
-            "if [ ! -f /pgdata/PG_VERSION ]; then "
-            f"$bin/initdb -D /pgdata -U {PG_USER} --encoding=UTF8 --locale=C.UTF-8 --auth-local=trust "
-            f"--auth-host=scram-sha-256 --pwfile={SECRETS_IN}/postgres/password >/dev/null; "
-            f"echo 'host all all {net.SUBNET} scram-sha-256' >> /pgdata/pg_hba.conf; "
-            f"echo 'CREATE DATABASE docuthinker' | $bin/postgres --single -D /pgdata postgres >/dev/null; fi; "
-            f"exec $bin/postgres -D /pgdata -h 0.0.0.0 -p {PG_PORT} -k /tmp -c max_connections=200")
 
 
 def podman(host: str | None, *args: str, timeout: float = 120, check: bool = True) -> str:
@@ -147,23 +133,24 @@ def _private(path: pathlib.Path, text: str, mode: int = 0o400) -> None:
     path.chmod(mode)
 
 
-def prepare_secrets() -> dict[str, pathlib.Path]:
-    """The mesh credential, the JWT signing key and JWKS, PostgreSQL's password: files, made once per cluster."""
+def prepare_secrets(state: pathlib.Path = STATE) -> dict[str, pathlib.Path]:
+    """The mesh credential, the JWT signing key and JWKS, PostgreSQL's password: files, made once per cluster
+    (``state``/secrets, mounted read-only into every container; the signing key stays in ``state``/signing)."""
     from gateway.auth import keygen
 
-    secrets_dir = STATE / "secrets"
+    secrets_dir = state / "secrets"
     if not (secrets_dir / "mesh" / "credential").exists():
         _private(secrets_dir / "mesh" / "credential", secrets.token_urlsafe(48))
         password = secrets.token_urlsafe(24)
         _private(secrets_dir / "postgres" / "password", password)
         _private(secrets_dir / "postgres" / "pgpass", f"*:*:*:{PG_USER}:{password}\n", 0o600)
-        _, jwks = keygen(STATE / "signing")  # the private key stays here with the drills, who mint tokens
+        _, jwks = keygen(state / "signing")  # the private key stays here with the drills, who mint tokens
         (secrets_dir / "auth").mkdir()
         shutil.copy(jwks, secrets_dir / "auth" / "jwks.json")
         (secrets_dir / "envoy").mkdir(exist_ok=True)
         for path in (secrets_dir, *secrets_dir.rglob("*")):
             os.chown(path, UID, UID)
-    return {"secrets": secrets_dir, "signing_key": STATE / "signing" / "signing-key.pem"}
+    return {"secrets": secrets_dir, "signing_key": state / "signing" / "signing-key.pem"}
 
 
 def postgres_password() -> str:
@@ -187,12 +174,14 @@ def start(container: Container, image: str = IMAGE) -> None:
     podman(container.host, *args)
 
 
-def render_envoy(image: str = IMAGE) -> None:
+def render_envoy(image: str = IMAGE, state: pathlib.Path = STATE, env_vars: dict[str, str] | None = None,
+                 host: str | None = H1) -> None:
     """Envoy's config rendered by the image's own code for these targets (as the Kubernetes init container does)."""
-    env = [f"--env={k}={v}" for k, v in environment().items()]
-    out = STATE / "secrets" / "envoy"
-    podman(H1, "run", "--rm", "--network", "none", "--label", LABEL, "--label", f"docuthinker.host={H1}",
-           "--volume", f"{STATE / 'secrets'}:{SECRETS_IN}:ro", "--volume", f"{out}:/out", *env, image,
+    env = [f"--env={k}={v}" for k, v in (env_vars or environment()).items()]
+    out = state / "secrets" / "envoy"
+    labels = ["--label", LABEL, "--label", f"docuthinker.host={host}"] if host else []
+    podman(host, "run", "--rm", "--network", "none", *labels,
+           "--volume", f"{state / 'secrets'}:{SECRETS_IN}:ro", "--volume", f"{out}:/out", *env, image,
            "python", "-m", "gateway.envoy_config", "--out", "/out/envoy.yaml", timeout=180)
     # The rendered file was written to the writable mount; Envoy reads it from the read-only secrets mount.
     if not (out / "envoy.yaml").exists():
