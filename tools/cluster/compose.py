@@ -91,4 +91,7 @@ def smoke() -> dict[str, Any]:
 
 def down() -> None:
     _compose("down", timeout=300)
+    # podman-compose 1.0 leaves the project's network behind.
+    subprocess.run(["podman", "network", "rm", f"{PROJECT}_default"], capture_output=True, timeout=60, check=False,
+                   env={**os.environ, **PODMAN_ENV})
     print(f"compose down; data and secrets stay in {STATE} (remove it to start afresh)")

@@ -20,6 +20,7 @@ import httpx
 from tools.cluster import mesh, net
 
 READY, FAILED = 6, 7
+STATUS_NAMES = ("UNSPECIFIED", "PENDING", "PARSING", "CHUNKING", "EMBEDDING", "INDEXING", "READY", "FAILED")
 GATEWAY = f"http://{net.address(mesh.H1)}:8080"
 STATS = f"http://{net.address(mesh.H1)}:9902/stats/prometheus"
 
@@ -181,6 +182,7 @@ def kill_rag_mid_ingestion(lease_s: float) -> dict[str, Any]:
     rejoined = mesh.wait_healthy([victim], timeout_s=300)
     return {
         "killed": victim.name, "lease_s": lease_s, "large_document_status_at_kill": status_at_kill,
+        "large_document_status_name_at_kill": STATUS_NAMES[status_at_kill],
         "large_upload_client_status": big_status,
         "small_uploads_first_try": dict(Counter(str(s) for s in small_results.values())) if not retried else
         {"ok": len(small) - len(retried), "failed_then_retried": len(retried)},
@@ -311,6 +313,7 @@ def postgres_restart(downtime_s: float = 10) -> dict[str, Any]:
     pg = _container("dt40-postgres")
     stopped_at = time.monotonic() - t0
     mesh.podman(pg.host, "stop", "--time", "10", pg.name, timeout=60)
+    down_at = time.monotonic() - t0
     time.sleep(downtime_s)
     mesh.podman(pg.host, "start", pg.name, timeout=60)
     started_at = time.monotonic() - t0
@@ -321,7 +324,7 @@ def postgres_restart(downtime_s: float = 10) -> dict[str, Any]:
     statuses = [upload(gateway, name, text(f"after survey {name}", 20, f"zyx{name[:-4]}qv")).status_code
                 for name in after]
     return {
-        "downtime_s": downtime_s,
+        "downtime_s": downtime_s, "stop_took_s": round(down_at - stopped_at, 1),
         "searches_while_down": len([e for e in log if stopped_at <= e[0] < started_at]),
         "search_failures_while_down": dict(Counter(str(e[1]) for e in log if stopped_at <= e[0] < started_at
                                                    and e[1] != 200)),
@@ -351,6 +354,11 @@ def scaling(replicas: int, documents_n: int = 24, paragraphs: int = 60, queries:
     took = time.monotonic() - started
     rows = [r for r in documents(tenant) if r[2] == READY and r[0] in bodies]
     chunks = sum(r[3] for r in rows)
+    # Untimed: each replica rebuilds its keyword cache of the tenant once its chunks changed (after a 1 s quiet
+    # period); the searches below measure the settled state, not that rebuild.
+    time.sleep(3)
+    for i in range(8):
+        search(gateway, f"settle {i}", timeout=30)
     log: list[tuple[int, float]] = []
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=4) as pool:

@@ -170,7 +170,10 @@ def start(container: Container, image: str = IMAGE) -> None:
     args = ["run", "--detach", "--name", container.name, "--hostname", container.name, "--network", "host",
             "--label", LABEL, "--label", f"docuthinker.host={container.host}", "--memory", container.memory,
             "--volume", f"{STATE / 'secrets'}:{SECRETS_IN}:ro", "--volume", f"{_volume(container.name)}:{data}",
-            *(["--cpuset-cpus", container.cpuset] if container.cpuset else []), *env, image, *container.command]
+            *(["--cpuset-cpus", container.cpuset] if container.cpuset else []),
+            # PostgreSQL's SIGTERM is a "smart" shutdown that waits for every client to leave (the pools never do,
+            # so podman would SIGKILL it after its grace time); SIGINT is the fast, clean one an operator uses.
+            *(["--stop-signal", "SIGINT"] if container.name == "dt40-postgres" else []), *env, image, *container.command]
     podman(container.host, *args)
 
 
