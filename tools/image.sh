@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make image`: the Dockerfile built with podman from a Debian base made here (no registry is needed or reachable).
-#   1. podman, buildah, runc, debootstrap from Debian's archive when missing (root only);
+#   1. podman, buildah, runc, debootstrap, nftables, podman-compose from Debian's archive when missing (root only);
 #   2. localhost/debian-base:bookworm from `debootstrap --variant=minbase`, skipped when that image exists;
 #   3. `podman build --build-arg BASE=localhost/debian-base:bookworm`, timed; its size and the build time go into
 #      bench/results/cluster-<date>.json (tools/cluster/results.py).
@@ -13,7 +13,8 @@ BASE="${BASE_IMAGE:-localhost/debian-base:bookworm}"
 PY="${PY:-.venv/bin/python}"
 
 missing=()
-for tool in podman:podman buildah:buildah runc:runc debootstrap:debootstrap nft:nftables nsenter:util-linux; do
+for tool in podman:podman buildah:buildah runc:runc debootstrap:debootstrap nft:nftables nsenter:util-linux \
+    podman-compose:podman-compose; do
   command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
 done
 if [ ${#missing[@]} != 0 ]; then
