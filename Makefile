@@ -134,7 +134,7 @@ bench-hostile: setup
 bench-first-question: setup
 	$(PY) -m bench.first_question_bench
 
-## image: the Dockerfile built with podman as localhost/docuthinker:latest (IMAGE_TAG=...) from a Debian 12 base made here with debootstrap (once), the project's containers.conf/storage.conf (deploy/podman/); size and build time into bench/results/cluster-<date>.json (tools/image.sh; root, podman/buildah/runc/debootstrap from apt when missing)
+## image: the Dockerfile built with podman as localhost/docuthinker:latest (IMAGE_TAG=...; NO_CACHE=1 rebuilds every step) from a Debian 12 base made here with debootstrap (once), the project's containers.conf/storage.conf (deploy/podman/); size and build time into bench/results/cluster-<date>.json (tools/image.sh; root, podman/buildah/runc/debootstrap from apt when missing)
 image: setup
 	nice -n 10 tools/image.sh
 

@@ -55,7 +55,14 @@ args=()
 # uses unless PYTHON_PREFIX names another.
 prefix="${PYTHON_PREFIX:-$(python3.11 -c 'import sys; print(sys.base_prefix)')}"
 volumes+=(-v "$prefix:/mnt/python:ro")
+# NO_CACHE=1: every step built again (the build time recorded is then a whole build's, not what the cache left).
+[ "${NO_CACHE:-0}" = 1 ] && args+=(--no-cache)
+log="$(mktemp)"
 started=$(date +%s.%N)
-nice -n 10 podman build --format docker --network host --build-arg "BASE=$BASE" "${args[@]}" "${volumes[@]}" -t "$TAG" .
+nice -n 10 podman build --format docker --network host --build-arg "BASE=$BASE" "${args[@]}" "${volumes[@]}" -t "$TAG" . \
+  | tee "$log"
 finished=$(date +%s.%N)
-"$PY" -m tools.cluster record-image --tag "$TAG" --base "$BASE" --build-s "$(echo "$finished - $started" | bc)"
+cached=$(grep -c '^--> Using cache' "$log" || true)
+rm -f "$log"
+"$PY" -m tools.cluster record-image --tag "$TAG" --base "$BASE" --build-s "$(echo "$finished - $started" | bc)" \
+  --cached-steps "$cached"

@@ -14,14 +14,14 @@ from typing import Any
 from tools.cluster import IMAGE, PODMAN_ENV, compose, drills, mesh, net, results
 
 
-def record_image(tag: str, base: str, build_s: float) -> dict[str, Any]:
+def record_image(tag: str, base: str, build_s: float, cached_steps: int) -> dict[str, Any]:
     def inspect(image: str, fmt: str) -> str:
         return subprocess.run(["podman", "image", "inspect", "--format", fmt, image], capture_output=True, text=True,
                               timeout=60, check=True, env={**__import__("os").environ, **PODMAN_ENV}).stdout.strip()
 
     figures = {"tag": tag, "id": inspect(tag, "{{.Id}}")[:12], "size_mb": round(int(inspect(tag, "{{.Size}}")) / 1e6),
                "base": base, "base_size_mb": round(int(inspect(base, "{{.Size}}")) / 1e6),
-               "build_s": round(build_s, 1), "user": inspect(tag, "{{.Config.User}}"),
+               "build_s": round(build_s, 1), "build_steps_from_cache": cached_steps, "user": inspect(tag, "{{.Config.User}}"),
                "healthcheck": json.loads(inspect(tag, "{{json .Config.Healthcheck}}") or "null")}
     results.record("image", figures)
     print(json.dumps(figures, indent=2))
@@ -167,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     image.add_argument("--tag", required=True)
     image.add_argument("--base", required=True)
     image.add_argument("--build-s", type=float, required=True)
+    image.add_argument("--cached-steps", type=int, default=0)
     up_parser = commands.add_parser("up")
     up_parser.add_argument("--profile", choices=mesh.PROFILES, default="full")
     commands.add_parser("test")
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("compose-down")
     args = parser.parse_args(argv)
     if args.command == "record-image":
-        record_image(args.tag, args.base, args.build_s)
+        record_image(args.tag, args.base, args.build_s, args.cached_steps)
     elif args.command == "up":
         results.record(f"cluster_up_{args.profile}", up(profile=args.profile))
     elif args.command == "test":

@@ -170,6 +170,9 @@ def start(container: Container, image: str = IMAGE) -> None:
     args = ["run", "--detach", "--name", container.name, "--hostname", container.name, "--network", "host",
             "--label", LABEL, "--label", f"docuthinker.host={container.host}", "--memory", container.memory,
             "--volume", f"{STATE / 'secrets'}:{SECRETS_IN}:ro", "--volume", f"{_volume(container.name)}:{data}",
+            # As the Kubernetes manifests run them: read-only root (podman mounts tmpfs on /tmp and /run), no
+            # capabilities, no privilege gain.
+            "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
             *(["--cpuset-cpus", container.cpuset] if container.cpuset else []),
             # PostgreSQL's SIGTERM is a "smart" shutdown that waits for every client to leave (the pools never do,
             # so podman would SIGKILL it after its grace time); SIGINT is the fast, clean one an operator uses.
