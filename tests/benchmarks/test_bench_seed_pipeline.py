@@ -57,10 +57,6 @@ def test_quick_quality_sample_is_the_quality_benchmarks_sample():
     queries = {f"q{i}": f"question {i}" for i in range(120)}
     qrels = {q: {f"d{rng.randrange(500)}": 1} for q in queries}
     ours = quality_sample(corpus, queries, qrels, QUICK)
-    saved = scifact.QUICK_QUERIES, scifact.QUICK_DOCS
-    try:
-        scifact.QUICK_QUERIES, scifact.QUICK_DOCS = QUICK.quality_queries, QUICK.quality_docs
-        theirs = scifact.sample(corpus, queries, qrels, quick=True)
-    finally:
-        scifact.QUICK_QUERIES, scifact.QUICK_DOCS = saved
+    theirs = scifact.sample(corpus, queries, qrels, quick=True, queries_wanted=QUICK.quality_queries,
+                            docs_wanted=QUICK.quality_docs)
     assert ours == theirs and len(ours[1]) == QUICK.quality_queries and len(ours[0]) == QUICK.quality_docs

@@ -14,7 +14,7 @@ A = {"x-tenant-id": "pg-e2e-a"}
 B = {"x-tenant-id": "pg-e2e-b"}
 HANDBOOK = """Acme Handbook
 
-The Lyon warehouse stores spare turbine blades for the northern wind farms. The warehouse was opened in 1998 by Claire Dubois.
+The Lyon warehouse stores spare turbine blades for the northern wind farms. The Lyon warehouse was opened in 1998 by Claire Dubois.
 
 Every turbine blade is inspected every six months by the maintenance team.
 """

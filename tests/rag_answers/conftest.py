@@ -12,7 +12,7 @@ from services.runtime import MeshSettings, create_server
 
 HANDBOOK = """Acme Handbook
 
-The Lyon warehouse stores spare turbine blades for the northern wind farms. The warehouse was opened in 1998 by Claire Dubois.
+The Lyon warehouse stores spare turbine blades for the northern wind farms. The Lyon warehouse was opened in 1998 by Claire Dubois.
 
 Every turbine blade is inspected every six months by the maintenance team.
 The primary file system on the inspection servers is ext4.
