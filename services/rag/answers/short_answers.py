@@ -97,10 +97,13 @@ def _typed(text: str, kind: AnswerType, question: str) -> list[tuple[int, int, s
     if kind in TYPES:
         found = [(s.start, s.end, s.text) for s in typed_spans(text, kind, frozenset())]
     elif kind in NAMED:
+        # A capitalised month inside a date ("14 March 2027") is no one's name.
+        dates = [(s.start, s.end) for s in typed_spans(text, AnswerType.DATE, frozenset())]
         found = []
-        for name in proper_names(text):
+        for name in (n.rstrip(".,;:!?") for n in proper_names(text)):
             at = text.find(name)
-            found.append((at, at + len(name), name))
+            if not any(start <= at < end for start, end in dates):
+                found.append((at, at + len(name), name))
     else:
         return []
     return [t for t in found if not _in_question(t[2], question)]
