@@ -62,8 +62,11 @@ async def test_mcp_client_lists_all_22_tools_and_calls_them_end_to_end(mesh):
         assert by_prefix["document_id"] == document_id and by_prefix["ideas"]
         hits = result(await session.call_tool("vector_search", {"query": "who discovered radium", "n_results": 3}))
         assert hits["results"][0]["provenance"]["document_id"] == document_id
-        answer = result(await session.call_tool("rag_query", {"query": "Which elements did Marie Curie discover?"}))
-        assert "curie" in answer["answer"].lower()
+        # A question its sentence answers by itself ("She discovered polonium", after a sentence naming her, is the
+        # coreference miss of tests/rag_answers/test_reader_rpc.py).
+        answer = result(await session.call_tool("rag_query", {"query": "When did Marie Curie win the Nobel Prize in "
+                                                                        "Physics?"}))
+        assert "1903" in answer["answer"]
         assert answer["citations"][0]["document_id"] == document_id
 
         upserted = result(await session.call_tool("graph_upsert", {"document": TEXT, "metadata": {"doc_id": "curie-g",
