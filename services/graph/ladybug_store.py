@@ -263,18 +263,21 @@ class LadybugGraphStore:
 
 
 class _MemoryWatch:
-    """Interrupts the running user queries when the process passes ``limit_mb`` resident.
+    """Interrupts the running user queries when the process has grown ``limit_mb`` past its resident memory
+    when the store opened.
 
     The last line behind ``query_sizes``: that bounds each value a query builds, this the sum of what its
-    rows and operators hold outside the buffer pool (sampled every 20 ms while a user query runs)."""
+    rows and operators hold outside the buffer pool (sampled every 20 ms while a user query runs). Growth,
+    not the absolute size: the store may share its process (tests, an embedding application) with models
+    that hold far more than the graph ever should."""
 
     def __init__(self, limit_mb: int) -> None:
-        self.limit = limit_mb * 1024 * 1024
+        self._process = psutil.Process()
+        self.limit = limit_mb * 1024 * 1024 + self._process.memory_info().rss if limit_mb else 0
         self._running: set[_Interruptible] = set()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._stopped = False
-        self._process = psutil.Process()
         if self.limit:
             threading.Thread(target=self._watch, name="ladybug-memory", daemon=True).start()
 

@@ -29,9 +29,10 @@ class GraphSettings(BaseSettings):
     """Largest value one expression of a query may build, bounded on the parsed query before it runs
     (``query_sizes``: list items and string characters, nested ones included; ``+`` chains, splits, repeats,
     comprehensions); more is INVALID_ARGUMENT ``QUERY_TOO_LARGE``."""
-    query_memory_mb: int = Field(default=900, ge=0)
-    """Resident memory of the graph process past which the user queries running are interrupted and refused
-    (``QUERY_TOO_LARGE``), LadybugDB only; 0: not watched."""
+    query_memory_mb: int = Field(default=800, ge=0)
+    """Growth of the graph process's resident memory (over what it held when the store opened, ~150 MB for the
+    graph service) past which the user queries running are interrupted and refused (``QUERY_TOO_LARGE``),
+    LadybugDB only; 0: not watched."""
     query_concurrency: int = Field(default=2, ge=1)
     """User queries run at once per graph process; others wait (within their deadline) for a free slot."""
     query_threads: int = Field(default=1, ge=1)

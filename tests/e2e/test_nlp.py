@@ -112,7 +112,9 @@ def test_input_errors_map_to_http(client):
     empty = client.post("/v1/nlp/summary", json={"text": "  "})
     assert empty.status_code == 400 and empty.json()["code"] == 3
     huge = client.post("/v1/nlp/sentiment", json={"text": "a " * 1_100_000})
-    assert huge.status_code == 400 and huge.json()["code"] == 3, huge.text[:300]
+    # Over the gateway's JSON body limit: refused before any service reads it (413, INVALID_ARGUMENT, REQUEST_TOO_LARGE).
+    assert huge.status_code == 413 and huge.json()["code"] == 3, huge.text[:300]
+    assert huge.json()["details"][0]["reason"] == "REQUEST_TOO_LARGE"
     missing = client.post("/v1/nlp/entities", json={"document_id": "no-such-document"})
     assert missing.status_code == 404, missing.text
 

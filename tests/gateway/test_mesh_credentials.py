@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import stat
 import subprocess
 import threading
@@ -33,6 +34,18 @@ SECRET = "s3cret-Mesh-Credential-4711"
 ADMIN_ENDPOINTS = ("/config_dump", "/config_dump?include_eds", "/clusters", "/clusters?format=json", "/listeners",
                    "/server_info", "/stats", "/stats?format=json", "/stats/prometheus", "/runtime", "/certs", "/memory",
                    "/init_dump", "/ready", "/hot_restart_version", "/help")
+
+
+@pytest.fixture
+def tmp_path():
+    """A short directory: Envoy's admin socket lives under the data directory, and a unix socket's path must stay
+    under ~100 characters, which pytest's per-session, per-test directories exceed."""
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="dt-gw-")
+    yield pathlib.Path(path)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _settings(tmp_path) -> MeshSettings:

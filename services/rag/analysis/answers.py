@@ -72,9 +72,16 @@ class RagAnswers:
             hits = await self._answers.retriever.search(tenant, sentence, self._k, [document_id])
             pool.update({h.chunk.chunk_id: h for h in hits if h.chunk.chunk_id not in pool})
             ranked = await asyncio.to_thread(extractive.rank, sentence, hits)
-            if not ranked or extractive.answerability(ranked) < extractive.threshold:
+            # The summary quotes the document: its own sentence is found by its text, whatever the answer ranker
+            # (which scores answers to questions, not quotes) makes of it; a paraphrase needs the ranker's confidence.
+            said = " ".join(sentence.split())
+            quoted = [s for s in ranked if " ".join(s.unit.text.split()) == said]
+            if quoted:
+                best = quoted[0]
+            elif ranked and extractive.answerability(ranked) >= extractive.threshold:
+                best = ranked[0]
+            else:
                 continue
-            best = ranked[0]
             if all((c.retrieved.chunk.document_id, c.page_start) != (best.retrieved.chunk.document_id,
                                                                        best.page_start) for c in chosen):
                 chosen.append(best)
