@@ -50,6 +50,8 @@ class Dovecot:
         self._process: subprocess.Popen | None = None
         root.mkdir(parents=True, exist_ok=True)
         (root / "users").write_text(f"{user}:{{PLAIN}}{password}\n")
+        # Dovecot's auth process reads it as the dovecot user; the umask may be 077 (the mesh's fixtures set one).
+        (root / "users").chmod(0o644)
         running_as = pwd.getpwuid(os.geteuid()).pw_name
         # As root, mail runs as Debian's dovecot user (Dovecot refuses uid 0); otherwise as whoever runs the tests.
         mail_user = "dovecot" if os.geteuid() == 0 else running_as
@@ -103,6 +105,17 @@ service anvil {{
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                          start_new_session=True)
         wait_for_port(self.port)
+        # The listener opens before the auth process answers: under load a first login gets "[UNAVAILABLE]
+        # Temporary authentication failure". Ready means a login goes through (bounded).
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with self.client():
+                    break
+            except imaplib.IMAP4.error as exc:
+                if b"UNAVAILABLE" not in str(exc).encode() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         return self
 
     def stop(self) -> None:
