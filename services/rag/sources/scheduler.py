@@ -115,10 +115,6 @@ class SourceScheduler:
                 self._watchers[key] = asyncio.get_running_loop().create_task(self._watch(key[0], key[1], path))
 
     async def _watch(self, tenant: str, source_id: str, path: pathlib.Path) -> None:
-        # What changed between the last sync and this watch's start raises no event: one catch-up sync (cheap:
-        # unchanged files are skipped by their hash).
-        if await asyncio.to_thread(self._store.request_sync, tenant, source_id):
-            self.wake()
         try:
             async for _ in watchfiles.awatch(path, debounce=self._settings.watch_debounce_ms, recursive=True,
                                              stop_event=self._stop, rust_timeout=5000, yield_on_timeout=False):
