@@ -126,7 +126,7 @@ async def test_a_file_event_starts_a_sync(stack) -> None:
     task = asyncio.ensure_future(scheduler.run_forever())
     try:
         await _until(lambda: len(stack.documents()) == 1, 20)  # created: synced at once
-        await asyncio.sleep(1.0)  # the watch is set up on the scheduler's next look
+        await asyncio.sleep(3.0)  # the watch is live and its catch-up sync (nothing new) has run
         next_run = stack.store.get(TENANT, source_id).next_run
         assert next_run > time.time() + 3000  # nothing scheduled soon: only a file event can start a sync
         (folder / "second.md").write_text("# Second\n\nA note written after the first sync.\n")
@@ -141,6 +141,34 @@ async def test_a_file_event_starts_a_sync(stack) -> None:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await scheduler.close()
+
+
+async def test_a_change_made_while_nothing_watched_is_caught_up_when_the_watch_is_live(stack) -> None:
+    folder = stack.roots / "caught-up"
+    folder.mkdir()
+    (folder / "first.md").write_text("# First\n\nThe first note of the folder.\n")
+    source_id = await stack.create("caught up", SourceKind.FOLDER, {"path": str(folder)}, interval_s=3600)
+    settings = SourcesSettings(tick_s=0.2, folder_roots=[stack.roots], watch_debounce_ms=200)
+    first = SourceScheduler(stack.store, stack.engine, stack.connectors, settings)
+    task = asyncio.ensure_future(first.run_forever())
+    try:
+        await _until(lambda: len(stack.documents()) == 1, 20)
+        await _until(lambda: stack.store.get(TENANT, source_id).state is SourceState.OK, 20)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await first.close()
+    assert stack.store.get(TENANT, source_id).next_run > time.time() + 3000
+    # Written while no replica watches: no event will ever tell of it, and the next sync is an hour away.
+    (folder / "second.md").write_text("# Second\n\nA note written while nothing watched.\n")
+    second = SourceScheduler(stack.store, stack.engine, stack.connectors, settings)
+    task = asyncio.ensure_future(second.run_forever())
+    try:
+        await _until(lambda: len(stack.documents()) == 2, 20)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await second.close()
 
 
 async def _until(condition, timeout: float) -> None:

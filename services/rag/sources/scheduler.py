@@ -27,7 +27,9 @@ from services.rag.sources.settings import SourcesSettings
 
 log = logging.getLogger("docuthinker.rag.sources")
 WATCH_REFRESH_TICKS = 5
-"""Ticks between two looks at which folders to watch."""
+"""Ticks between two looks at which folders to watch (and at once when woken: a new source is watched at once)."""
+WATCH_IDLE_MS = 2000
+"""A watch reports in after this long without events: its first report says it is live."""
 
 
 class SourceScheduler:
@@ -51,16 +53,18 @@ class SourceScheduler:
 
     async def run_forever(self) -> None:
         tick = 0
+        woken = False
         while True:
             try:
                 await self._start_due()
-                if tick % WATCH_REFRESH_TICKS == 0:
+                if tick % WATCH_REFRESH_TICKS == 0 or woken:
                     await self._refresh_watchers()
             except Exception:  # noqa: BLE001 - a database blip: the next tick tries again
                 log.exception("source scheduling failed")
             tick += 1
+            woken = False
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._settings.tick_s)
+                woken = await asyncio.wait_for(self._wake.wait(), self._settings.tick_s)
             self._wake.clear()
 
     async def _start_due(self) -> None:
@@ -115,11 +119,17 @@ class SourceScheduler:
                 self._watchers[key] = asyncio.get_running_loop().create_task(self._watch(key[0], key[1], path))
 
     async def _watch(self, tenant: str, source_id: str, path: pathlib.Path) -> None:
+        # What changed between the last sync and the moment the watch is live raises no event: one catch-up sync
+        # once the watch first reports in (cheap: unchanged files are skipped by their change token).
+        caught_up = False
         try:
-            async for _ in watchfiles.awatch(path, debounce=self._settings.watch_debounce_ms, recursive=True,
-                                             stop_event=self._stop, rust_timeout=5000, yield_on_timeout=False):
-                if await asyncio.to_thread(self._store.request_sync, tenant, source_id):
-                    self.wake()
+            async for changes in watchfiles.awatch(path, debounce=self._settings.watch_debounce_ms, recursive=True,
+                                                   stop_event=self._stop, rust_timeout=WATCH_IDLE_MS,
+                                                   yield_on_timeout=True):
+                if changes or not caught_up:
+                    caught_up = True
+                    if await asyncio.to_thread(self._store.request_sync, tenant, source_id):
+                        self.wake()
         except (OSError, RuntimeError) as error:  # the folder went away: the next refresh watches it again
             log.info("folder watch ended", extra={"fields": {"source_id": source_id, "error": str(error)}})
 
