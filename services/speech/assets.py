@@ -134,6 +134,11 @@ def _assemble(asset: ModelAsset, target: pathlib.Path) -> None:
                     with source.open("rb") as piece:
                         shutil.copyfileobj(piece, out, 1 << 20)
         verify(staging, asset)
+        # mkdtemp's folder is the creator's alone (0700): the cache is shared with whoever runs the services
+        # (an image built as root, run as another user), so it takes the usual folder mode under the umask.
+        umask = os.umask(0)
+        os.umask(umask)
+        staging.chmod(0o777 & ~umask)
         try:
             staging.rename(target)
         except OSError:

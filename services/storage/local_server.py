@@ -36,10 +36,12 @@ class LocalPostgres:
     def dsn(self) -> str:
         return self._server.get_uri(DATABASE)
 
-    def create_database(self, name: str) -> str:
-        """A new empty database on this server (tests take one each); returns its DSN."""
+    def create_database(self, name: str, sql_ascii: bool = False) -> str:
+        """A new empty database on this server (tests take one each); returns its DSN. ``sql_ascii``: one
+        in the byte-for-byte encoding of databases an old ``initdb`` made under the C locale."""
         _check_name(name)
-        self._server.psql(f"CREATE DATABASE {name};")
+        shape = " ENCODING 'SQL_ASCII' TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'" if sql_ascii else ""
+        self._server.psql(f"CREATE DATABASE {name}{shape};")
         return self._server.get_uri(name)
 
     def drop_database(self, name: str) -> None:

@@ -21,11 +21,20 @@ from dataclasses import dataclass
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from services.runtime.errors import Unavailable
 
 log = logging.getLogger("docuthinker.storage")
 
 MIGRATION_LOCK = 0x646F6375  # "docu": the advisory lock key every replica takes to migrate
+CONNECT_TIMEOUT_S = 5
+"""A new connection to a server that does not answer (stopped, cut off) gives up after this long."""
+CLIENT = {"client_encoding": "UTF8"}
+"""Text travels as UTF-8 whatever the database's encoding: on a SQL_ASCII database the driver would otherwise
+hand back bytes for text columns (a database made by an old ``initdb`` under the C locale)."""
+ACQUIRE_TIMEOUT_S = 10.0
+"""A request waits this long for a pooled connection while the database is away, then fails UNAVAILABLE."""
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
@@ -53,7 +62,7 @@ def migrations() -> list[Migration]:
 def advisory_lock(dsn: str, key: int) -> Iterator[psycopg.Connection]:
     """A session advisory lock, held on a connection of its own (not a pooled one: the holder's work
     may need every connection of the pool) until the block ends; the block may use the connection."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with psycopg.connect(dsn, autocommit=True, client_encoding=CLIENT["client_encoding"]) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (key,))
         try:
             yield conn
@@ -100,14 +109,25 @@ class Postgres:
         # check: a connection is tested as it leaves the pool, so a server restart or a managed
         # failover costs a reconnect rather than a failed request.
         self.pool = ConnectionPool(
-            dsn, min_size=1, max_size=pool_size, kwargs={"row_factory": dict_row}, configure=_configure,
+            dsn, min_size=1, max_size=pool_size, timeout=ACQUIRE_TIMEOUT_S,
+            kwargs={"row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_S, **CLIENT}, configure=_configure,
             check=ConnectionPool.check_connection, open=True, name="docuthinker",
         )
         self.pool.wait(timeout=30)
 
-    def connection(self):
-        """A pooled connection as a context manager: its block is one transaction (commit on success)."""
-        return self.pool.connection()
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection as a context manager: its block is one transaction (commit on success).
+
+        The database being away (no connection within ``ACQUIRE_TIMEOUT_S``, or one lost mid-block) is
+        UNAVAILABLE with reason DATABASE_UNAVAILABLE, which callers may retry, never an internal error."""
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            # The driver's words name the server's socket or host: the log keeps them, the caller gets none.
+            log.warning("database unavailable", extra={"fields": {"error": str(exc)}})
+            raise Unavailable("the database is unavailable; retry later", reason="DATABASE_UNAVAILABLE") from exc
 
     def close(self) -> None:
         self.pool.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import pathlib
 
 import pytest
@@ -28,11 +29,16 @@ def test_base_hashes_are_the_upstream_ones() -> None:
 
 
 def test_base_is_assembled_into_a_cache_dir_named_by_its_hashes(tmp_path: pathlib.Path) -> None:
-    directory = model_dir(BASE, tmp_path)
+    umask = os.umask(0o022)
+    try:
+        directory = model_dir(BASE, tmp_path)
+    finally:
+        os.umask(umask)
     assert directory.parent == tmp_path and directory.name.startswith("whisper-base-")
     assert sorted(p.name for p in directory.iterdir()) == sorted(assets.MODEL_FILES)
     assert assets.sha256_of(directory / "model.bin") == BASE.sha256["model.bin"]
     assert model_dir(BASE, tmp_path) == directory  # reused, verified again
+    assert directory.stat().st_mode & 0o055 == 0o055  # others may read it (umask 022), unlike a mkdtemp folder
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left behind
 
 

@@ -111,3 +111,65 @@ def test_a_new_intent_ends_the_claim_on_the_old_one(db) -> None:
     newer = other.next_due()
     assert newer is not None and newer.operation.value == "delete" and newer.sequence > read.sequence
     assert worker.complete(read, mark_synced=True) is False
+
+
+def test_a_database_gone_away_is_unavailable_without_its_socket_and_serves_again_when_back() -> None:
+    import shutil
+    import tempfile
+
+    from services.runtime.errors import Unavailable
+    from services.storage.local_server import LocalPostgres
+
+    root = tempfile.mkdtemp(prefix="pg-outage-")  # short: the server's socket lives in it
+    server = LocalPostgres(root, durable=False)
+    try:
+        db = Postgres(server.create_database("outage"), pool_size=2)
+        with db.connection() as conn:
+            conn.execute("CREATE TABLE notes (body TEXT)")
+        server.stop()
+        outcome: dict[str, BaseException | None] = {}
+
+        def query() -> None:
+            try:
+                with db.connection() as conn:
+                    conn.execute("SELECT count(*) FROM notes")
+                outcome["error"] = None
+            except BaseException as exc:  # noqa: BLE001 - the test reads what came out
+                outcome["error"] = exc
+
+        caller = threading.Thread(target=query, daemon=True)
+        caller.start()
+        caller.join(120)  # a guard against a hang, not a measure of speed
+        assert not caller.is_alive(), "a query on a stopped database hung"
+        error = outcome["error"]
+        assert isinstance(error, Unavailable) and error.reason == "DATABASE_UNAVAILABLE", repr(error)
+        assert root not in error.message and ".s.PGSQL" not in error.message
+        server = LocalPostgres(root, durable=False)  # the same data directory, started again
+        for _ in range(60):  # the pool's connections are checked as they leave it: one reconnect
+            try:
+                with db.connection() as conn:
+                    assert conn.execute("SELECT count(*) AS n FROM notes").fetchone()["n"] == 0
+                break
+            except Unavailable:
+                time.sleep(0.5)
+        else:
+            raise AssertionError("the database came back but the pool never served again")
+        db.close()
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_text_comes_back_as_text_from_a_sql_ascii_database(postgres_server) -> None:
+    import uuid
+
+    name = f"ascii_{uuid.uuid4().hex[:10]}"
+    db = Postgres(postgres_server.create_database(name, sql_ascii=True), pool_size=1)
+    try:
+        with db.connection() as conn:
+            conn.execute("CREATE TABLE notes (body TEXT)")
+            conn.execute("INSERT INTO notes VALUES (%s)", ("Café crème, 12 €",))
+            assert conn.execute("SELECT body FROM notes").fetchone()["body"] == "Café crème, 12 €"
+    finally:
+        db.close()
+        postgres_server.drop_database(name)
