@@ -103,3 +103,29 @@ def test_conversations_and_costs_are_in_postgres_and_survive_an_orchestrator_res
     # Keyed by the token's subject ("me" in the path is the caller: TokenAuth's tokens name the user "tests").
     assert sql(pg_mesh, "SELECT tenant, user_id FROM conversations") == [("pg-e2e-a", "tests")]
     assert client.get("/v1/costs", params={"period": "today"}, headers=A).status_code == 200
+
+
+def test_a_database_outage_is_a_503_with_its_reason_and_searches_resume_when_it_is_back(pg_mesh, client, document_id):
+    import time
+
+    from services.storage.local_server import LocalPostgres
+
+    query = {"query": "turbine blade inspection", "top_k": 3}
+    server = pg_mesh.postgres
+    server.stop()
+    try:
+        reply = client.post("/v1/search", json=query, headers=A)
+        assert reply.status_code == 503, reply.text  # UNAVAILABLE: retry later, not an internal error
+        body = reply.json()
+        assert body["code"] == 14 and "DATABASE_UNAVAILABLE" in json.dumps(body["details"]), body
+        assert "PGSQL" not in reply.text and str(server.data_dir) not in reply.text  # no socket path
+    finally:
+        pg_mesh.postgres = LocalPostgres(server.data_dir)  # the same data, started again
+    deadline = time.monotonic() + 90
+    while True:
+        reply = client.post("/v1/search", json=query, headers=A)
+        if reply.status_code == 200 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert reply.status_code == 200, reply.text
+    assert "six months" in reply.json()["results"][0]["text"]
