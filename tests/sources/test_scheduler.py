@@ -4,6 +4,7 @@ is taken over when its lease runs out) and folder watching (a file event starts 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 
@@ -121,12 +122,11 @@ async def test_a_file_event_starts_a_sync(stack) -> None:
     folder.mkdir()
     (folder / "first.md").write_text("# First\n\nThe first note of the watched folder.\n")
     source_id = await stack.create("watched", SourceKind.FOLDER, {"path": str(folder)}, interval_s=3600)
-    settings = SourcesSettings(tick_s=0.2, folder_roots=[stack.roots], watch_debounce_ms=200)
-    scheduler = SourceScheduler(stack.store, stack.engine, stack.connectors, settings)
-    task = asyncio.ensure_future(scheduler.run_forever())
-    try:
+    async with _scheduling(stack):
         await _until(lambda: len(stack.documents()) == 1, 20)  # created: synced at once
-        await asyncio.sleep(3.0)  # the watch is live and its catch-up sync (nothing new) has run
+        # The watch is live once it has asked for its catch-up sync, which finds nothing new: wait for that run.
+        await _until(lambda: _settled(record := stack.store.get(TENANT, source_id))
+                     and (record.counts.added, record.counts.unchanged) == (0, 1), 30)
         next_run = stack.store.get(TENANT, source_id).next_run
         assert next_run > time.time() + 3000  # nothing scheduled soon: only a file event can start a sync
         (folder / "second.md").write_text("# Second\n\nA note written after the first sync.\n")
@@ -137,10 +137,6 @@ async def test_a_file_event_starts_a_sync(stack) -> None:
             return record.state is SourceState.OK and (record.counts.added, record.counts.unchanged) == (1, 1)
 
         await _until(recorded, 20)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await scheduler.close()
 
 
 async def test_a_change_made_while_nothing_watched_is_caught_up_when_the_watch_is_live(stack) -> None:
@@ -148,27 +144,34 @@ async def test_a_change_made_while_nothing_watched_is_caught_up_when_the_watch_i
     folder.mkdir()
     (folder / "first.md").write_text("# First\n\nThe first note of the folder.\n")
     source_id = await stack.create("caught up", SourceKind.FOLDER, {"path": str(folder)}, interval_s=3600)
-    settings = SourcesSettings(tick_s=0.2, folder_roots=[stack.roots], watch_debounce_ms=200)
-    first = SourceScheduler(stack.store, stack.engine, stack.connectors, settings)
-    task = asyncio.ensure_future(first.run_forever())
-    try:
+    async with _scheduling(stack):
         await _until(lambda: len(stack.documents()) == 1, 20)
         await _until(lambda: stack.store.get(TENANT, source_id).state is SourceState.OK, 20)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await first.close()
     assert stack.store.get(TENANT, source_id).next_run > time.time() + 3000
     # Written while no replica watches: no event will ever tell of it, and the next sync is an hour away.
     (folder / "second.md").write_text("# Second\n\nA note written while nothing watched.\n")
-    second = SourceScheduler(stack.store, stack.engine, stack.connectors, settings)
-    task = asyncio.ensure_future(second.run_forever())
-    try:
+    async with _scheduling(stack):  # another replica's scheduler, started afterwards
         await _until(lambda: len(stack.documents()) == 2, 20)
+
+
+def _settled(record: SourceRecord) -> bool:
+    """No sync running or asked for, the last one ended."""
+    return record.state is SourceState.OK and not record.requested and (record.last_run_end or 0) >= (
+        record.last_run_start or 0) > 0
+
+
+@contextlib.asynccontextmanager
+async def _scheduling(stack):
+    """A scheduler running over the stack (folders watched after 0.2 s ticks, 200 ms debounce) for the block."""
+    settings = SourcesSettings(tick_s=0.2, folder_roots=[stack.roots], watch_debounce_ms=200)
+    scheduler = SourceScheduler(stack.store, stack.engine, stack.connectors, settings)
+    task = asyncio.ensure_future(scheduler.run_forever())
+    try:
+        yield scheduler
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        await second.close()
+        await scheduler.close()
 
 
 async def _until(condition, timeout: float) -> None:
