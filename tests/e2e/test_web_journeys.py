@@ -93,6 +93,8 @@ class Session:
     """A signed-in browser context (the token as `make run` hands it over) that records every failure."""
 
     def __init__(self, mesh, chromium, subject: str, **context) -> None:
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         self.base = mesh.base_url
         self.context = chromium.new_context(**{"viewport": {"width": 1280, "height": 900}, **context})
         self.page = self.context.new_page()
@@ -100,8 +102,16 @@ class Session:
         self.errors: list[str] = []
         self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
         self.page.on("response", lambda r: r.status >= 400 and self.errors.append(f"HTTP {r.status} {r.url}"))
+        # Requests that got no answer at all: not an error by themselves (a navigation aborts fetches), but what
+        # to read when the app never starts.
+        self.unanswered: list[str] = []
+        self.page.on("requestfailed", lambda r: self.unanswered.append(f"{r.url}: {r.failure}"))
         self.page.goto(f"{self.base}/#token={mesh.mint(TENANT, subject=subject)}")
-        self.page.wait_for_function("location.hash === '#/library'")
+        try:
+            self.page.wait_for_function("location.hash === '#/library'")
+        except PlaywrightTimeout as exc:
+            raise AssertionError(f"the app never took its token and went to #/library: at {self.page.url.split('#')[0]}"
+                                 f", errors {self.errors}, unanswered requests {self.unanswered}") from exc
 
     def go(self, route: str) -> None:
         self.page.goto(f"{self.base}/#/{route}")
