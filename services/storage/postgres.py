@@ -17,6 +17,7 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -116,7 +117,7 @@ class Postgres:
         self.pool.wait(timeout=30)
 
     @contextlib.contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
+    def connection(self) -> Iterator[Any]:  # a psycopg Connection whose rows are dicts
         """A pooled connection as a context manager: its block is one transaction (commit on success).
 
         The database being away (no connection within ``ACQUIRE_TIMEOUT_S``, or one lost mid-block) is
