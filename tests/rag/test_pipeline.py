@@ -165,7 +165,7 @@ async def test_interrupted_ingest_resumes_after_restart(open_runtime) -> None:
     gate.release.set()
     (stuck,) = runtime.metadata.list_documents("acme", 10)
     assert stuck.status is DocumentStatus.EMBEDDING
-    runtime.metadata.close()
+    await runtime.close()  # as the service shuts down
 
     restarted = open_runtime()
     assert await restarted.pipeline.resume_unfinished() == 1
@@ -185,7 +185,7 @@ async def test_stuck_document_without_bytes_is_marked_failed(open_runtime) -> No
         await task
     (stuck,) = runtime.metadata.list_documents("acme", 10)
     runtime.blobs.delete("acme", stuck.content_sha256)
-    runtime.metadata.close()
+    await runtime.close()  # as the service shuts down
 
     restarted = open_runtime()
     await restarted.pipeline.resume_unfinished()
@@ -197,7 +197,7 @@ async def test_reindex_uses_current_settings_and_replaces_chunks(open_runtime) -
     runtime = open_runtime(chunk_size=900, chunk_overlap=100)
     document = (await _upload(runtime))[-1].document
     old_ids = [c.chunk_id for c in runtime.metadata.document_chunks("acme", document.document_id)]
-    runtime.metadata.close()
+    await runtime.close()  # as the service shuts down
 
     smaller = open_runtime(chunk_size=300, chunk_overlap=0)
     record = await smaller.pipeline.reindex("acme", document.document_id)
@@ -263,7 +263,7 @@ async def test_one_failing_resume_does_not_strand_the_others(open_runtime) -> No
     gate.release.set()
     await asyncio.gather(*tasks, return_exceptions=True)
     assert len(runtime.metadata.unfinished_documents()) == 2
-    runtime.metadata.close()
+    await runtime.close()  # as the service shuts down
 
     restarted = open_runtime(FailingEmbedder(fail_on=1))  # the first resumed document fails
     assert await restarted.pipeline.resume_unfinished() == 2
@@ -318,7 +318,7 @@ async def test_a_document_whose_parse_was_interrupted_twice_is_not_resumed(open_
         await upload
     (stuck,) = runtime.metadata.list_documents("acme", 10)
     assert stuck.status is DocumentStatus.PARSING
-    runtime.metadata.close()
+    await runtime.close()  # as the service shuts down
 
     entered.clear()
     restarted = open_runtime()
@@ -327,7 +327,7 @@ async def test_a_document_whose_parse_was_interrupted_twice_is_not_resumed(open_
     await restarted.pipeline.close()  # and again, resuming it
     await sweep
     assert restarted.metadata.parse_attempts("acme", stuck.document_id) == 2
-    restarted.metadata.close()
+    await restarted.close()
 
     entered.clear()
     third = open_runtime()
@@ -354,7 +354,7 @@ async def test_a_refused_document_left_by_a_crash_is_failed_not_parsed_again(ope
     with pytest.raises(SystemExit):
         await _upload(runtime, b"%PDF-1.4 not really a pdf", "broken.pdf")
     (left,) = runtime.metadata.list_documents("acme", 10)
-    runtime.metadata.close()
+    await runtime.close()  # as the service shuts down
 
     entered, release = _gate_parsing(monkeypatch)
     restarted = open_runtime()

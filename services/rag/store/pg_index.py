@@ -100,6 +100,10 @@ class PostgresVectors:
         conn.execute("INSERT INTO rag_vector_sets (collection, embedder) VALUES (%s, %s) "
                      "ON CONFLICT (collection) DO UPDATE SET embedder = excluded.embedder", (self.collection, embedder))
 
+    def flush(self) -> None:
+        """Nothing to write at shutdown: every add or remove is committed in its own transaction (the embedded
+        store snapshots its HNSW indexes here)."""
+
     def add(self, tenant: str, document_id: str, chunk_ids: Sequence[str], vectors: np.ndarray) -> None:
         if not chunk_ids:
             return
