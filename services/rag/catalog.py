@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from services.rag.documents import DocumentRecord, DocumentStatus, DocumentText
 from services.rag.graph_sync.port import DisabledGraphSync, GraphSync
 from services.rag.locks import KeyedLocks
-from services.rag.store import BlobStore, ChunkIndex
+from services.rag.store.ports import BlobPort, ChunkIndexPort
 from services.runtime.errors import FailedPrecondition, FieldViolation, InvalidArgument, NotFound
 
 DEFAULT_PAGE_SIZE = 20
@@ -50,7 +50,7 @@ def _not_found(document_id: str) -> NotFound:
 
 
 class DocumentCatalog:
-    def __init__(self, index: ChunkIndex, blobs: BlobStore, locks: KeyedLocks,
+    def __init__(self, index: ChunkIndexPort, blobs: BlobPort, locks: KeyedLocks,
                  on_change: Callable[[str], None] = lambda tenant: None, graph: GraphSync | None = None) -> None:
         self._index = index
         self._graph = graph or DisabledGraphSync()

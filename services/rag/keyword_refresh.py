@@ -13,14 +13,14 @@ import logging
 
 from collections.abc import Callable
 
-from services.rag.store import KeywordIndex
+from services.rag.store.ports import KeywordPort
 
 log = logging.getLogger("docuthinker.rag.keyword")
 
 
 class KeywordRefresher:
     def __init__(
-        self, keyword: KeywordIndex, delay_s: float, busy: Callable[[], bool] = lambda: False, max_wait_s: float = 30.0
+        self, keyword: KeywordPort, delay_s: float, busy: Callable[[], bool] = lambda: False, max_wait_s: float = 30.0
     ) -> None:
         self._keyword = keyword
         self._delay_s = delay_s

@@ -17,8 +17,9 @@ import numpy as np
 
 from services.rag.ingest.embedding import TextEmbedder
 from services.rag.settings import RagSettings
-from services.rag.store import MetadataStore, VectorStore
+from services.rag.store import VectorStore
 from services.rag.store.ann import HnswParams
+from services.rag.store.ports import MetadataPort, VectorsPort
 from services.rag.store.vectors import EmbedderMismatchError
 
 if TYPE_CHECKING:  # the PostgreSQL backend is imported only where it is chosen
@@ -82,8 +83,7 @@ def reindex_shared(vectors: PostgresVectors, metadata: PostgresMetadataStore, se
         return True
 
 
-def reembed_all(metadata: MetadataStore | PostgresMetadataStore, vectors: VectorStore | PostgresVectors,
-                embedder: TextEmbedder) -> int:
+def reembed_all(metadata: MetadataPort, vectors: VectorsPort, embedder: TextEmbedder) -> int:
     """Embeds every READY chunk again into the (emptied) store, then stamps it complete; returns the
     number of chunks."""
     total = 0
@@ -107,7 +107,7 @@ def reembed_all(metadata: MetadataStore | PostgresMetadataStore, vectors: Vector
     return total
 
 
-def _reembed_archive(metadata: MetadataStore | PostgresMetadataStore, embedder: TextEmbedder) -> int:
+def _reembed_archive(metadata: MetadataPort, embedder: TextEmbedder) -> int:
     """Earlier versions keep their vectors beside their chunks: embedded again too, so a search of an earlier
     version never mixes two models either."""
     total = 0

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import pathlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from services.rag.catalog import DocumentCatalog
 from services.rag.graph_sync.port import DisabledGraphSync, GraphSync
@@ -25,8 +26,14 @@ from services.rag.keyword_refresh import KeywordRefresher
 from services.rag.locks import KeyedLocks
 from services.rag.reindex import embedder_identity, open_vectors, reembed_all, reindex_shared
 from services.rag.settings import RagSettings
-from services.rag.store import BlobStore, ChunkIndex, KeywordIndex, MetadataStore, VectorStore
+from services.rag.store import BlobStore, ChunkIndex, KeywordIndex, MetadataStore
+from services.rag.store.ports import BlobPort, ChunkIndexPort, KeywordPort, MetadataPort, VectorsPort
 from services.storage.settings import StorageSettings
+
+if TYPE_CHECKING:  # the PostgreSQL backend is imported only where it is chosen
+    from services.rag.store.pg_blobs import PostgresBlobStore
+    from services.rag.store.pg_index import Bm25Keywords, FullTextKeywords, PostgresChunkIndex, PostgresVectors
+    from services.rag.store.pg_metadata import PostgresMetadataStore
 
 log = logging.getLogger("docuthinker.rag")
 
@@ -87,11 +94,11 @@ def parser_pool(settings: RagSettings) -> ParserPool | None:
 
 @dataclass
 class RagRuntime:
-    metadata: MetadataStore
-    blobs: BlobStore
-    vectors: VectorStore
-    keyword: KeywordIndex
-    index: ChunkIndex
+    metadata: MetadataPort
+    blobs: BlobPort
+    vectors: VectorsPort
+    keyword: KeywordPort
+    index: ChunkIndexPort
     refresher: KeywordRefresher
     pipeline: IngestionPipeline
     catalog: DocumentCatalog
@@ -110,23 +117,31 @@ class RagRuntime:
     ) -> RagRuntime:
         """Opens (or creates) every store and rebuilds FAISS from the vector log; blocking (run it in a thread)."""
         root = pathlib.Path(data_dir) / "rag"
+        # Each branch holds its backend's classes (their own wiring calls are not the ports'); assigning them
+        # to the port-typed names below is where mypy checks that both backends fit ``store.ports``.
+        metadata: MetadataPort
+        blobs: BlobPort
+        vectors: VectorsPort
+        keyword: KeywordPort
+        index: ChunkIndexPort
         if storage.postgres:
-            metadata, blobs, vectors, keyword, index = open_postgres_stores(
+            pg_metadata, blobs, pg_vectors, keyword, index = open_postgres_stores(
                 root, storage, embedder.name, embedder.dimension, settings.ingest_lease_s,
                 identity=embedder_identity(embedder))
-            reindex_shared(vectors, metadata, settings, embedder)
+            reindex_shared(pg_vectors, pg_metadata, settings, embedder)
+            metadata, vectors = pg_metadata, pg_vectors
             loaded, orphans = 0, 0  # nothing to rebuild: searches read the database
         else:
-            metadata = MetadataStore(metadata_path(data_dir), lease_s=settings.ingest_lease_s)
-            metadata.release_all_leases()  # this process owns the file: a lease in it is a dead process's
+            sqlite = MetadataStore(metadata_path(data_dir), lease_s=settings.ingest_lease_s)
+            sqlite.release_all_leases()  # this process owns the file: a lease in it is a dead process's
             blobs = BlobStore(root / "originals")
-            vectors, stale = open_vectors(root, settings, embedder)
-            loaded, orphans = vectors.rebuild(metadata.known_chunk_ids())
+            faiss, stale = open_vectors(root, settings, embedder)
+            loaded, orphans = faiss.rebuild(sqlite.known_chunk_ids())
             if stale:
-                reembed_all(metadata, vectors, embedder)
-            keyword = KeywordIndex(root / "bm25", metadata)
-            keyword.load()
-            index = ChunkIndex(metadata, vectors, keyword)
+                reembed_all(sqlite, faiss, embedder)
+            bm25 = KeywordIndex(root / "bm25", sqlite)
+            bm25.load()
+            metadata, vectors, keyword, index = sqlite, faiss, bm25, ChunkIndex(sqlite, faiss, bm25)
         locks = KeyedLocks()
         graph_sync = graph_sync or DisabledGraphSync()
         pipeline = IngestionPipeline(
@@ -151,8 +166,11 @@ class RagRuntime:
         await asyncio.to_thread(self.metadata.close)
 
 
-def open_postgres_stores(root: pathlib.Path, storage: StorageSettings, model_name: str, dimension: int,
-                         lease_s: float = 30.0, identity: str | None = None):
+def open_postgres_stores(
+    root: pathlib.Path, storage: StorageSettings, model_name: str, dimension: int, lease_s: float = 30.0,
+    identity: str | None = None,
+) -> tuple[PostgresMetadataStore, BlobStore | PostgresBlobStore, PostgresVectors, Bm25Keywords | FullTextKeywords,
+           PostgresChunkIndex]:
     """The same ports on the shared database (migrated on open); BM25 caches, if chosen, stay per replica.
     ``identity``: the embedder's (the vectors' check is ``reindex.reindex_shared``)."""
     from services.rag.store.pg_blobs import PostgresBlobStore
@@ -162,7 +180,8 @@ def open_postgres_stores(root: pathlib.Path, storage: StorageSettings, model_nam
 
     db = shared(storage.dsn(), storage.postgres_pool_size)
     metadata = PostgresMetadataStore(db, lease_s=lease_s)
-    blobs = BlobStore(root / "originals") if storage.postgres_blobs == "filesystem" else PostgresBlobStore(db)
+    blobs: BlobStore | PostgresBlobStore = (
+        BlobStore(root / "originals") if storage.postgres_blobs == "filesystem" else PostgresBlobStore(db))
     vectors = PostgresVectors(db, model_name, dimension, storage.postgres_hnsw_ef_search, identity)
     keyword: Bm25Keywords | FullTextKeywords
     if storage.postgres_keyword == "bm25":

@@ -54,7 +54,7 @@ from services.rag.ingest.preparation import PipelineConfig, chunk_document, pars
 from services.rag.ingest.progress import OcrEvents
 from services.rag.ingest.takeover import HeldLease
 from services.rag.locks import KeyedLocks
-from services.rag.store import BlobStore, ChunkIndex
+from services.rag.store.ports import BlobPort, ChunkIndexPort
 from services.rag.store.leases import LeaseLost
 from services.rag.versions.indexing import promote, reusable_vectors
 from services.rag.versions.model import TargetBusy
@@ -86,8 +86,8 @@ def deleted_during_ingestion(document_id: str) -> Aborted:
 class IngestionPipeline:
     def __init__(
         self,
-        index: ChunkIndex,
-        blobs: BlobStore,
+        index: ChunkIndexPort,
+        blobs: BlobPort,
         embedder: TextEmbedder | Callable[[], TextEmbedder],
         graph_sync: GraphSync,
         config: PipelineConfig,

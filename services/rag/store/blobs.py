@@ -20,10 +20,10 @@ class BlobStore:
         # Tenant ids are validated ([A-Za-z0-9][A-Za-z0-9_.-]*) and hashes are hex: safe path parts.
         return self._root / tenant / content_sha256[:2] / content_sha256
 
-    def put(self, tenant: str, content_sha256: str, data: bytes) -> pathlib.Path:
+    def put(self, tenant: str, content_sha256: str, data: bytes) -> None:
         target = self.path(tenant, content_sha256)
         if target.exists() and target.stat().st_size == len(data):
-            return target
+            return
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".incoming-")
         try:
@@ -35,7 +35,6 @@ class BlobStore:
         except BaseException:
             pathlib.Path(tmp).unlink(missing_ok=True)
             raise
-        return target
 
     def get(self, tenant: str, content_sha256: str) -> bytes | None:
         try:

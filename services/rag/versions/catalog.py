@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from services.rag.catalog import DocumentCatalog
 from services.rag.documents import Chunk, DocumentRecord, Section
+from services.rag.store.ports import BlobPort, MetadataPort
 from services.rag.versions.diff import Comparison, compare
 from services.rag.versions.model import DocumentVersion, VersionState
 from services.runtime.errors import FailedPrecondition, FieldViolation, InvalidArgument, NotFound
@@ -26,7 +26,7 @@ def _check_number(field: str, value: int) -> None:
 
 
 class VersionCatalog:
-    def __init__(self, catalog: DocumentCatalog, metadata: Any, blobs: Any) -> None:
+    def __init__(self, catalog: DocumentCatalog, metadata: MetadataPort, blobs: BlobPort) -> None:
         self._catalog = catalog
         self._metadata = metadata
         self._blobs = blobs

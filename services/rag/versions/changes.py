@@ -20,11 +20,11 @@ import calendar
 import datetime as dt
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
 
 from services.rag.answers.model import AnswerSentence, Citation, Engine, GroundedAnswer, SupportStatus
 from services.rag.documents import Chunk, DocumentRecord
 from services.rag.retrieval import RetrievedChunk
+from services.rag.store.ports import MetadataPort
 from services.rag.versions.catalog import READABLE, VersionCatalog
 from services.rag.versions.diff import Change, ChangeKind, Comparison, Passage
 from services.rag.versions.model import DocumentVersion, split_version
@@ -62,7 +62,7 @@ def is_change_question(question: str) -> bool:
 
 
 class ChangeQuestions:
-    def __init__(self, versions: VersionCatalog, metadata: Any, search: Search | None = None) -> None:
+    def __init__(self, versions: VersionCatalog, metadata: MetadataPort, search: Search | None = None) -> None:
         self._versions = versions
         self._metadata = metadata
         self._search = search

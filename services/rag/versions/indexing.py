@@ -9,14 +9,13 @@ chunk ids instead of being computed again.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
 import numpy as np
 
 from services.rag.documents import Chunk, DocumentRecord, GraphSyncState, Section
+from services.rag.store.ports import ChunkIndexPort
 
 
-def reusable_vectors(index: Any, tenant: str, document_id: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
+def reusable_vectors(index: ChunkIndexPort, tenant: str, document_id: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
     """Vectors for those of ``texts`` that a chunk of the document (live or archived) already has, by text."""
     wanted = set(texts)
     found: dict[str, np.ndarray] = {}
@@ -34,7 +33,7 @@ def reusable_vectors(index: Any, tenant: str, document_id: str, texts: Sequence[
     return found
 
 
-def promote(index: Any, staging: DocumentRecord, sections: Sequence[Section], chunks: Sequence[Chunk],
+def promote(index: ChunkIndexPort, staging: DocumentRecord, sections: Sequence[Section], chunks: Sequence[Chunk],
             vectors: np.ndarray, graph_sync: GraphSyncState, reused: int) -> DocumentRecord:
     """Makes a staged version live (see ``MetadataStore.promote``); its vectors must be staged already.
     Blocking; raises ``TargetBusy`` while the document is held elsewhere (the caller waits and retries)."""

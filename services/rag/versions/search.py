@@ -21,6 +21,7 @@ import numpy as np
 
 from services.rag.documents import Chunk, DocumentRecord
 from services.rag.store.keyword import tokenize
+from services.rag.store.ports import ChunkIndexPort, MetadataPort
 from services.rag.versions.model import VersionState, split_version
 
 Hit = tuple[str, float]
@@ -29,7 +30,7 @@ _BM25_CACHE = 16
 
 
 class VersionedIndex:
-    def __init__(self, index: Any, metadata: Any) -> None:
+    def __init__(self, index: ChunkIndexPort, metadata: MetadataPort) -> None:
         self._index = index
         self._metadata = metadata
         self._bm25: OrderedDict[tuple[str, str, int], tuple[tuple[str, ...], bm25s.BM25 | None]] = OrderedDict()
@@ -66,10 +67,11 @@ class VersionedIndex:
         hits = self._index.dense_search(tenant, query_vector, k, live) if live else []
         query = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         for document_id, version in pinned:
-            stored = [s for s in self._metadata.archived_vectors(tenant, document_id, version) if s.vector is not None]
+            stored = [(s.chunk_id, s.vector) for s in self._metadata.archived_vectors(tenant, document_id, version)
+                      if s.vector is not None]
             if stored:
-                scores = np.stack([s.vector for s in stored]) @ query
-                hits.extend((s.chunk_id, float(score)) for s, score in zip(stored, scores, strict=True))
+                scores = np.stack([vector for _, vector in stored]) @ query
+                hits.extend((chunk_id, float(score)) for (chunk_id, _), score in zip(stored, scores, strict=True))
         return sorted(hits, key=lambda hit: -hit[1])[:k]
 
     def keyword_search(self, tenant: str, query: str, k: int, document_ids: Sequence[str] | None = None) -> list[Hit]:
@@ -115,7 +117,7 @@ class VersionedIndex:
 class VersionedLookup:
     """The answer engine's ``DocumentLookup``: ``"<id>@<n>"`` names version n of a document."""
 
-    def __init__(self, metadata: Any) -> None:
+    def __init__(self, metadata: MetadataPort) -> None:
         self._metadata = metadata
 
     def get_document(self, tenant: str, document_id: str) -> DocumentRecord | None:
