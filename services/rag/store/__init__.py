@@ -5,6 +5,7 @@
 - ``vectors``: a SQLite vector log (durable, ``vector_log``) plus per-tenant FAISS indexes rebuilt from it (fast search).
 - ``keyword``: persisted per-tenant BM25 indexes (bm25s), rebuilt from SQLite when chunks change.
 - ``chunk_index``: the read/write facade retrieval builds on (dense, keyword, get_chunks).
+- ``ports``: what the rest of the service may call on each of these, which the PostgreSQL classes (``pg_*``) fit too.
 """
 
 from services.rag.store.blobs import BlobStore
