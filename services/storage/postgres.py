@@ -31,7 +31,7 @@ log = logging.getLogger("docuthinker.storage")
 MIGRATION_LOCK = 0x646F6375  # "docu": the advisory lock key every replica takes to migrate
 CONNECT_TIMEOUT_S = 5
 """A new connection to a server that does not answer (stopped, cut off) gives up after this long."""
-CLIENT = {"client_encoding": "UTF8"}
+CLIENT: dict[str, Any] = {"client_encoding": "UTF8"}
 """Text travels as UTF-8 whatever the database's encoding: on a SQL_ASCII database the driver would otherwise
 hand back bytes for text columns (a database made by an old ``initdb`` under the C locale)."""
 ACQUIRE_TIMEOUT_S = 10.0
