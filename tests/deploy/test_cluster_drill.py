@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from tools.cluster import IMAGE, drills, mesh, net
+from tools.cluster import IMAGE, drills, mesh, net, state, traffic
 from tools.cluster.__main__ import down, up
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster]
@@ -47,7 +47,7 @@ def test_a_rag_container_killed_mid_ingestion_loses_and_duplicates_nothing(clust
     lease_s = float(mesh.environment()["DOCUTHINKER_RAG_INGEST_LEASE_S"])
     kill = drills.kill_rag_mid_ingestion(lease_s)
     # The large document was caught mid-ingestion, and the surviving replica finished it from the stored bytes.
-    assert kill["large_document_status_at_kill"] not in (drills.READY, drills.FAILED), kill
+    assert kill["large_document_status_at_kill"] not in (state.READY, state.FAILED), kill
     assert kill["large_document_settled_s_after_kill"] is not None, kill
     assert (kill["ready"], kill["lost"], kill["failed"]) == (kill["expected"], 0, 0), kill
     assert kill["duplicated_documents"] == 0 and kill["chunk_rows_not_matching_count"] == 0, kill
@@ -58,5 +58,5 @@ def test_a_cut_host_is_routed_around_and_rejoins_on_its_own(cluster):
     assert cut["searches"]["during_cut"] > 0, cut
     assert cut["envoy_marked_rag_unhealthy_s_after_cut"] is not None, cut
     assert cut["rag_rejoined_envoy_s_after_restore"] is not None, cut
-    gateway = drills.client("cutcheck")
-    assert drills.wait_for(lambda: drills.search(gateway, "depth of reach 3")[0] == 200, 30) is not None
+    gateway = traffic.client("cutcheck")
+    assert state.wait_for(lambda: traffic.search(gateway, "depth of reach 3")[0] == 200, 30) is not None

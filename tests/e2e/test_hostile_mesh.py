@@ -14,14 +14,15 @@ Two rag and two orchestrator processes on one PostgreSQL (pgserver):
   and the document is stored once;
 - a dead letter is retried by exactly one of the two orchestrators, once.
 
-The probes are ``bench/hostile_mesh.py``'s (which writes the counts to bench/results/hostile-mesh-<date>.json).
+The probes are those of the ``bench/hostile_mesh/`` package (whose ``python -m bench.hostile_mesh`` writes the counts to
+bench/results/hostile-mesh-<date>.json).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from bench import hostile_mesh as probes
+from bench.hostile_mesh import bodies, common, edge, faults, replicas
 from services.launcher.memory_ceiling import MemoryCeiling
 
 pytestmark = pytest.mark.e2e
@@ -35,13 +36,13 @@ def mesh(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("hostile")
     ceiling = MemoryCeiling(8192, prefix="hostile-test", limits_mb={"gateway": 512})
-    with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True, extra_env=probes.SINGLE_ENV,
+    with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True, extra_env=common.SINGLE_ENV,
               memory_ceiling=ceiling) as running:
         yield running
 
 
 def test_no_admin_endpoint_or_config_shows_the_mesh_credential(mesh):
-    found = probes.credential(mesh)
+    found = edge.credential(mesh)
     assert found["endpoints_answered"] == found["endpoints_checked"], found
     assert found["credential_found"] == 0 and not found["config_file_has_credential"], found
     assert found["admin_is_unix_socket"] and found["admin_socket_mode"] == "0o600", found
@@ -51,24 +52,24 @@ def test_no_admin_endpoint_or_config_shows_the_mesh_credential(mesh):
 
 
 def test_envoy_runs_in_its_own_memory_cgroup(mesh):
-    cgroup = probes.envoy_cgroup(mesh)
+    cgroup = faults.envoy_cgroup(mesh)
     if not cgroup["ceiling_available"]:
         pytest.skip(f"no memory cgroup for the launcher here: {cgroup['reason']}")
     assert cgroup["own_cgroup"] and cgroup["limit_mb"] == 512, cgroup
 
 
 def test_no_answer_names_the_proxy_or_its_internals(mesh):
-    seen = probes.headers(mesh)
+    seen = edge.headers(mesh)
     assert seen["answers_with_leaks"] == 0, seen["leaked"]
 
 
 def test_a_declared_body_over_the_limit_is_refused_at_the_headers(mesh):
-    refused = probes.oversized(mesh)
+    refused = bodies.oversized(mesh)
     assert refused["refused_413"] == refused["total"], refused["cases"]
 
 
 def test_unknown_json_fields_are_refused_whatever_the_size_or_framing(mesh):
-    checked = probes.strict_json(mesh)
+    checked = bodies.strict_json(mesh)
     assert checked["unknown_field_passed"] == 0, checked["cases"]
     assert checked["unknown_field_refused"] == checked["unknown_field_bodies"]
     for key, case in checked["cases"].items():
@@ -82,14 +83,14 @@ def test_unknown_json_fields_are_refused_whatever_the_size_or_framing(mesh):
 
 
 def test_held_uploads_stream_through_envoy_without_growing_it(mesh):
-    held = probes.held_uploads(mesh)
+    held = bodies.held_uploads(mesh)
     print("\nheld uploads:", held)
     assert held["envoy_rss_mb_peak_held"] < ENVOY_CEILING_MB, held
     assert held["envoy_rss_mb_peak_after_close"] < ENVOY_CEILING_MB, held
 
 
 def test_a_call_in_flight_to_a_paused_service_ends_at_keepalive_not_twice_that(mesh):
-    paused = probes.pause(mesh)
+    paused = faults.pause(mesh)
     print("\npaused rag:", paused)
     assert set(paused["statuses"]) <= {"503", "504"} and paused["google_rpc_status"] == paused["calls"], paused
     assert paused["envoy_rag_retries"] == 0, paused  # a lone replica: no second wait on the same stopped process
@@ -101,14 +102,14 @@ def test_a_call_in_flight_to_a_paused_service_ends_at_keepalive_not_twice_that(m
 
 
 def test_health_says_serving_only_once_envoy_routes_to_the_service(mesh):
-    seen = probes.health_while_restarting(mesh)
+    seen = faults.health_while_restarting(mesh)
     print("\nhealth while rag restarts:", seen)
     assert seen["serving_but_not_routed"] == 0, seen
     assert seen.get("search_after_serving:200", 0) > 0, seen  # it did come back, and was said to
 
 
 def test_a_flood_without_a_token_is_rate_limited(mesh):
-    counts = probes.flood(mesh)
+    counts = edge.flood(mesh)
     print("\nflood:", counts)
     assert counts.get("no_token:429", 0) > 0 and counts.get("forged_token:429", 0) > 0, counts
     assert counts["no_token:429_google_rpc_status"] == counts["no_token:429"], counts
@@ -133,19 +134,19 @@ def replicated(tmp_path_factory, postgres_dsn):
 
     root = tmp_path_factory.mktemp("hostile-replicas")
     with Mesh(data_dir=root / "data", log_dir=root / "logs", auto_ports=True, replicas={"rag": 2, "orchestrator": 2},
-              extra_env=probes.replicated_env(postgres_dsn), startup_timeout_s=400) as running:
+              extra_env=replicas.replicated_env(postgres_dsn), startup_timeout_s=400) as running:
         yield running
 
 
 @pytest.mark.timeout(900)
 def test_the_survivor_takes_over_a_dead_replicas_ingestion_once(replicated, postgres_dsn):
-    taken = probes.takeover(replicated, postgres_dsn, probes.LEASE_S)
+    taken = replicas.takeover(replicated, postgres_dsn, replicas.LEASE_S)
     print("\ntakeover:", taken)
     assert taken["final_status"] == "DOCUMENT_STATUS_READY", taken
     # The survivor claims it once the dead replica's lease has run out: within the lease and one sweep interval
     # (half the lease), plus a second for this loop's polling.
     assert taken["claimed_by_survivor_s"] is not None, taken
-    assert taken["claimed_by_survivor_s"] <= probes.LEASE_S * 1.5 + 1.0, taken
+    assert taken["claimed_by_survivor_s"] <= replicas.LEASE_S * 1.5 + 1.0, taken
     assert taken["resumed_by"][taken["survivor"]] == 1 and taken["resumed_by"].get(taken["killed"], 0) == 0, taken
     assert taken["ingested_by"][taken["survivor"]] == 1, taken
     # Stored once: one record, each chunk once, one vector each; listed once.
@@ -155,7 +156,7 @@ def test_the_survivor_takes_over_a_dead_replicas_ingestion_once(replicated, post
 
 @pytest.mark.timeout(600)
 def test_a_dead_letter_is_retried_exactly_once_across_two_orchestrators(replicated):
-    retried = probes.dead_letter(replicated, probes.DLQ_BACKOFF_S)
+    retried = replicas.dead_letter(replicated, replicas.DLQ_BACKOFF_S)
     print("\ndead letter:", retried)
     assert retried["state"] == "replayed" and retried["retry_count"] == 0, retried
     assert sorted(retried["replayed_by"].values()) == [0, 1], retried  # one orchestrator ran it, the other did not

@@ -25,16 +25,15 @@ import pytest
 
 from services.launcher.mesh import ROOT
 from tests.e2e.browser import ARTIFACTS_ENV, launch
+from tests.e2e.web_session import TENANT, TIMEOUT_MS, Session, luminance, routes, shot, visible_and_outlined
 from tests.rag.test_span_boxes import COLUMNS, ROWS, STEP, TOP, ruled_table_pdf, scanned_table_pdf
 
 pytestmark = pytest.mark.e2e
 
-TENANT = "web-journeys"
 AXE = ROOT / "web" / "node_modules" / "axe-core" / "axe.min.js"
 CATS = ("The Handbook of Cats was written by Jane Smith in 1998. It covers feeding, grooming and the care of kittens."
         "\n\nJane Smith lives in Lyon, where she teaches veterinary science at the university.")
 PAGES = ("library", "ask", "doc", "graph", "system")
-TIMEOUT_MS = 120_000
 
 
 @pytest.fixture(scope="module")
@@ -89,48 +88,6 @@ def artifacts(tmp_path_factory) -> pathlib.Path:
         shutil.copytree(out, target, dirs_exist_ok=True)
 
 
-class Session:
-    """A signed-in browser context (the token as `make run` hands it over) that records every failure."""
-
-    def __init__(self, mesh, chromium, subject: str, **context) -> None:
-        from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-        self.base = mesh.base_url
-        self.context = chromium.new_context(**{"viewport": {"width": 1280, "height": 900}, **context})
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(TIMEOUT_MS)
-        self.errors: list[str] = []
-        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        self.page.on("response", lambda r: r.status >= 400 and self.errors.append(f"HTTP {r.status} {r.url}"))
-        # Requests that got no answer at all: not an error by themselves (a navigation aborts fetches), but what
-        # to read when the app never starts.
-        self.unanswered: list[str] = []
-        self.page.on("requestfailed", lambda r: self.unanswered.append(f"{r.url}: {r.failure}"))
-        self.page.goto(f"{self.base}/#token={mesh.mint(TENANT, subject=subject)}")
-        try:
-            self.page.wait_for_function("location.hash === '#/library'")
-        except PlaywrightTimeout as exc:
-            raise AssertionError(f"the app never took its token and went to #/library: at {self.page.url.split('#')[0]}"
-                                 f", errors {self.errors}, unanswered requests {self.unanswered}") from exc
-
-    def go(self, route: str) -> None:
-        self.page.goto(f"{self.base}/#/{route}")
-
-    def ask(self, question: str):
-        from playwright.sync_api import expect
-
-        before = self.page.locator("article.turn").count()
-        self.page.fill("#question", question)
-        self.page.press("#question", "Enter")
-        turn = self.page.locator("article.turn").nth(before)
-        expect(turn).to_have_attribute("data-state", "done")
-        return turn
-
-    def close(self) -> None:
-        self.context.close()
-        assert not self.errors, self.errors
-
-
 @pytest.fixture
 def session(mesh, chromium):
     opened: list[Session] = []
@@ -165,7 +122,7 @@ def test_a_conversation_with_a_follow_up_is_kept_on_the_server(session, library,
     page.once("dialog", lambda d: d.accept("Cats and their author"))
     page.locator(".chat-head").get_by_role("button", name=re.compile("^Rename")).click()
     expect(page.locator(".chats li[aria-current=true] a")).to_have_text("Cats and their author")
-    _shot(page, artifacts / "conversation.png")
+    shot(page, artifacts / "conversation.png")
     # Kept on the server: a fresh tab (no session storage) reopens it with both turns.
     again = session()
     again.go(f"ask?c={conversation_id}")
@@ -205,7 +162,7 @@ def test_a_cited_table_cell_is_previewed_then_highlighted_on_the_page(session, l
     preview = page.locator('[data-testid="preview"]')
     expect(preview).to_be_visible()
     expect(preview.locator("mark.answer")).to_have_text(cell)
-    _shot(page, artifacts / f"preview-{source}.png")
+    shot(page, artifacts / f"preview-{source}.png")
     label.click()
     pdf_page = page.locator('[data-testid="pdf-page"]')
     expect(pdf_page).to_have_attribute("data-box-source", source)
@@ -222,7 +179,7 @@ def test_a_cited_table_cell_is_previewed_then_highlighted_on_the_page(session, l
         expected = ((150 + 450 * column) / 1700, (400 + 80 * row + 20) / 2200)
     assert x == pytest.approx(expected[0], abs=0.02) and y == pytest.approx(expected[1], abs=0.02), (x, y, expected)
     expect(pdf_page.locator('[data-testid="span-box"]')).to_have_count(2)  # the row's other two cells
-    _shot(page, artifacts / f"highlight-{source}.png")
+    shot(page, artifacts / f"highlight-{source}.png")
 
 
 def test_spreadsheets_are_previewed_with_the_cited_row_marked(session, library):
@@ -242,29 +199,18 @@ def test_dark_mode_follows_the_system_and_the_toggle(session, library):
     html = dark.page.locator("html")
     expect(html).to_have_attribute("data-theme", "dark")
     background = dark.page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
-    assert _luminance(background) < 0.1, background
+    assert luminance(background) < 0.1, background
     toggle = dark.page.locator("#theme-toggle")
     expect(toggle).to_have_attribute("aria-pressed", "true")
     toggle.click()
     expect(html).to_have_attribute("data-theme", "light")
     dark.page.reload()
     expect(html).to_have_attribute("data-theme", "light")  # the choice outlives the system's preference
-    assert _luminance(dark.page.evaluate("getComputedStyle(document.documentElement).backgroundColor")) > 0.8
+    assert luminance(dark.page.evaluate("getComputedStyle(document.documentElement).backgroundColor")) > 0.8
     light = session(color_scheme="light")
     expect(light.page.locator("html")).to_have_attribute("data-theme", "light")
     light.page.locator("#theme-toggle").click()
     expect(light.page.locator("html")).to_have_attribute("data-theme", "dark")
-
-
-def _luminance(css: str) -> float:
-    r, g, b = (int(v) / 255 for v in re.findall(r"\d+", css)[:3])
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-
-def _routes(library) -> dict[str, str]:
-    return {"library": "library", "ask": "ask", "graph": "graph", "system": "system", "settings": "settings",
-            # The cell "877" of the table PDF's row "Saint John", as its citation opens it.
-            "doc": f"doc/{library['harbour-table.pdf']}?page=1&start=47&end=69&as=60&ae=63&marker=1"}
 
 
 def test_no_page_scrolls_sideways_at_390_px(session, library):
@@ -274,7 +220,7 @@ def test_no_page_scrolls_sideways_at_390_px(session, library):
     s.go("ask")
     s.ask("Who wrote the Handbook of Cats?")  # a page with a conversation, citations and the sidebar
     wide = {}
-    for name, route in _routes(library).items():
+    for name, route in routes(library).items():
         s.go(route)
         expect(s.page.locator("main h1")).to_be_visible()
         s.page.wait_for_load_state("networkidle")
@@ -297,16 +243,16 @@ def test_a_question_is_asked_with_the_keyboard_alone(session, library):
     page.keyboard.press("Tab")
     first = page.evaluate("document.activeElement.textContent")
     assert first == "Skip to content"
-    _visible_and_outlined(page)
+    visible_and_outlined(page)
     page.keyboard.press("Enter")  # to the page's content: on Ask, the question field
     for _ in range(40):
         if page.evaluate("document.activeElement.id") == "question":
             break
         page.keyboard.press("Tab")
-        _visible_and_outlined(page)
+        visible_and_outlined(page)
     else:
         pytest.fail("the question field was not reached with Tab")
-    _visible_and_outlined(page)
+    visible_and_outlined(page)
     page.keyboard.type("Where does Jane Smith live?")
     page.keyboard.press("Enter")
     turn = page.locator("article.turn").last
@@ -319,21 +265,10 @@ def test_a_question_is_asked_with_the_keyboard_alone(session, library):
             break
     else:
         pytest.fail("no citation link was reached with the keyboard")
-    _visible_and_outlined(page)
+    visible_and_outlined(page)
     expect(page.locator('[data-testid="preview"]')).to_be_visible()  # previewed on focus too
     page.keyboard.press("Enter")
     expect(page.locator('[data-testid="cited-span"]')).to_contain_text("Lyon")
-
-
-def _visible_and_outlined(page) -> None:
-    state = page.evaluate("""() => {
-        const e = document.activeElement, r = e.getBoundingClientRect(), s = getComputedStyle(e);
-        return {tag: e.tagName + '#' + e.id + '.' + e.className, w: r.width, h: r.height, top: r.top, left: r.left,
-                inView: r.bottom > 0 && r.right > 0 && r.top < innerHeight && r.left < innerWidth,
-                outline: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2};
-    }""")
-    assert state["w"] > 1 and state["h"] > 1 and state["inView"], state
-    assert state["outline"], state
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -346,7 +281,7 @@ def test_every_page_passes_axe_and_is_photographed(session, library, artifacts, 
     s.go("ask")
     s.ask("Who wrote the Handbook of Cats?")
     found = {}
-    for name, route in _routes(library).items():
+    for name, route in routes(library).items():
         s.go(route)
         expect(s.page.locator("main h1")).to_be_visible()
         s.page.wait_for_load_state("networkidle")
@@ -359,16 +294,8 @@ def test_every_page_passes_axe_and_is_photographed(session, library, artifacts, 
         if name == "doc":
             expect(s.page.locator('[data-testid="original"]')).to_have_attribute("data-ready", "true")
             s.page.evaluate("window.scrollTo(0, 0)")
-        _shot(s.page, artifacts / f"{name}-{scheme}.png")
+        shot(s.page, artifacts / f"{name}-{scheme}.png")
     assert not found, found
-
-
-def _shot(page, path: pathlib.Path) -> None:
-    """A small PNG of the viewport: 256 colours."""
-    from PIL import Image
-
-    image = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
-    image.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
 
 
 # Kept for the life of the process: destroying an xllamacpp server early is unsafe (see providers/local_model).

@@ -11,7 +11,7 @@ import time
 import uuid
 from typing import Any
 
-from tools.cluster import IMAGE, PODMAN_ENV, compose, drills, mesh, net, results
+from tools.cluster import IMAGE, PODMAN_ENV, compose, drills, mesh, net, results, scaling, state, traffic
 
 
 def record_image(tag: str, base: str, build_s: float, cached_steps: int) -> dict[str, Any]:
@@ -50,21 +50,21 @@ def up(rag_cpusets: tuple[str, str] = ("", ""), profile: str = "full") -> dict[s
         if envoy.name not in present:
             mesh.start(envoy)
         ready_s = mesh.wait_healthy(wanted, timeout_s=600)
-        members = drills.rag_members_healthy(2, timeout_s=120)
+        members = state.rag_members_healthy(2, timeout_s=120)
     except (RuntimeError, TimeoutError):
         mesh.collect_logs()
         print(f"cluster did not come up; logs in {mesh.LOGS}; `make cluster-down` removes it", file=sys.stderr)
         raise
     figures = {"containers": len(wanted), "healthy_s": round(ready_s, 1), "up_s": round(time.monotonic() - started, 1),
                "envoy_rag_members_healthy_s": members}
-    print(f"cluster up: {len(wanted)} containers healthy in {figures['up_s']} s; gateway {drills.GATEWAY}")
+    print(f"cluster up: {len(wanted)} containers healthy in {figures['up_s']} s; gateway {traffic.GATEWAY}")
     return figures
 
 
 def smoke() -> dict[str, Any]:
     """One document through Envoy, READY, found by search; the NLP and graph routes answer."""
-    gateway = drills.client(f"smoke{uuid.uuid4().hex[:6]}", timeout=120)
-    reply = drills.upload(gateway, "smoke.txt", drills.text("smoke survey", 30, "zyxsmokeqv"))
+    gateway = traffic.client(f"smoke{uuid.uuid4().hex[:6]}", timeout=120)
+    reply = traffic.upload(gateway, "smoke.txt", traffic.text("smoke survey", 30, "zyxsmokeqv"))
     reply.raise_for_status()
     document = reply.json()["result"]["document"]
     hits = gateway.post("/v1/search", json={"query": "zyxsmokeqv", "top_k": 3}).json().get("results", [])
@@ -133,16 +133,16 @@ def scale(rounds: int = 2) -> dict[str, Any]:
         mesh.podman(container.host, "rm", "--force", "--time", "5", container.name, check=False)
         mesh.start(container)
     mesh.wait_healthy(rags, timeout_s=300)
-    drills.rag_members_healthy(2)
+    state.rag_members_healthy(2)
     runs: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
     for _ in range(rounds):
         mesh.podman(rags[1].host, "stop", "--time", "10", rags[1].name)
-        drills.rag_members_healthy(1)
-        runs[1].append({**drills.scaling(1), "load_1m_before": round(os.getloadavg()[0], 2)})
+        state.rag_members_healthy(1)
+        runs[1].append({**scaling.scaling(1), "load_1m_before": round(os.getloadavg()[0], 2)})
         mesh.podman(rags[1].host, "start", rags[1].name)
         mesh.wait_healthy(rags, timeout_s=300)
-        drills.rag_members_healthy(2)
-        runs[2].append({**drills.scaling(2), "load_1m_before": round(os.getloadavg()[0], 2)})
+        state.rag_members_healthy(2)
+        runs[2].append({**scaling.scaling(2), "load_1m_before": round(os.getloadavg()[0], 2)})
 
     def median(n: int, key: str) -> float:
         return float(statistics.median(run[key] for run in runs[n]))
