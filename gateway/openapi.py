@@ -21,7 +21,7 @@ import re
 
 from google.protobuf import descriptor_pb2
 
-from gateway.envoy_config import DESCRIPTOR_SET
+from gateway.rpc_routes import DESCRIPTOR_SET
 from services.runtime.contracts import HTTP_BODY, http_rules_of
 
 F = descriptor_pb2.FieldDescriptorProto

@@ -7,7 +7,7 @@ import pathlib
 import subprocess
 import sys
 
-from gateway import envoy_config
+from gateway import envoy_config, rpc_routes
 from services.launcher.mesh import envoy_binary
 from services.runtime.config import MeshSettings
 
@@ -37,12 +37,12 @@ def test_generated_code_is_up_to_date(tmp_path):
 
 
 def test_every_public_rpc_has_an_http_rule_and_no_internal_one_is_routed():
-    methods = envoy_config.load_methods()
+    methods = rpc_routes.load_methods()
     assert set(methods) == {"rag", "nlp", "graph", "orchestrator"}
     from google.api import annotations_pb2
     from google.protobuf import descriptor_pb2
 
-    fds = descriptor_pb2.FileDescriptorSet.FromString(envoy_config.DESCRIPTOR_SET.read_bytes())
+    fds = descriptor_pb2.FileDescriptorSet.FromString(rpc_routes.DESCRIPTOR_SET.read_bytes())
     internal = {m.grpc_path for ms in methods.values() for m in ms if m.internal}
     with_rule = {
         f"/{f.package}.{s.name}/{m.name}"

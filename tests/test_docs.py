@@ -58,7 +58,7 @@ def test_api_reference_is_current():
 def test_api_reference_lists_every_rpc_and_route():
     from google.protobuf import descriptor_pb2
 
-    from gateway.envoy_config import DESCRIPTOR_SET
+    from gateway.rpc_routes import DESCRIPTOR_SET
     from services.runtime.contracts import http_rules_of, methods_of
 
     fds = descriptor_pb2.FileDescriptorSet.FromString(DESCRIPTOR_SET.read_bytes())

@@ -21,7 +21,7 @@ from docuthinker.api.v1 import visibility_pb2
 from google.protobuf import descriptor_pb2
 
 from gateway import http_apps
-from gateway.envoy_config import DESCRIPTOR_SET
+from gateway.rpc_routes import DESCRIPTOR_SET
 from services.runtime.config import MeshSettings
 from services.runtime.contracts import HttpRule, http_rules_of
 

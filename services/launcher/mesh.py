@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from gateway import envoy_config, http_apps
+from gateway import envoy_config, http_apps, observability
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
 from services.launcher.child_exec import spawn_argv
@@ -152,7 +152,7 @@ class Mesh:
         configured = settings_from_env(MeshSettings, env)
         if configured.gateway_admin_socket is None:
             try:
-                envoy_config.admin_socket(configured)
+                observability.admin_socket(configured)
             except ValueError:
                 self._admin_dir = tempfile.mkdtemp(prefix="docuthinker-admin-")  # 0700, a name nobody can guess
                 env["DOCUTHINKER_GATEWAY_ADMIN_SOCKET"] = str(pathlib.Path(self._admin_dir) / "gateway-admin.sock")
@@ -191,7 +191,7 @@ class Mesh:
     @property
     def admin(self) -> EnvoyAdmin:
         """Envoy's admin interface (its unix socket: the mesh's user only)."""
-        return EnvoyAdmin(envoy_config.admin_socket(self.settings))
+        return EnvoyAdmin(observability.admin_socket(self.settings))
 
     def grpc_target(self, name: str) -> str:
         """The address of one replica (``rag``: the first; ``rag-2``: the second)."""
@@ -227,7 +227,7 @@ class Mesh:
                                       *ENVOY_LOG_FLUSH, "--base-id", str(ports.gateway_port)],
                                      stdout=log, stderr=subprocess.STDOUT)
             try:
-                admin = EnvoyAdmin(envoy_config.admin_socket(ports))
+                admin = EnvoyAdmin(observability.admin_socket(ports))
                 deadline = time.monotonic() + self.startup_timeout_s
                 while not {*SERVICE_NAMES, *HTTP_APPS} <= healthy_clusters(admin):
                     if envoy.poll() is not None or time.monotonic() > deadline:

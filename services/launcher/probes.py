@@ -42,7 +42,7 @@ def grpc_serving(address: str, timeout: float = 1.0) -> bool:
 
 
 class EnvoyAdmin:
-    """Envoy's admin interface on its unix socket (``gateway/envoy_config.py``: only the mesh's user opens it)."""
+    """Envoy's admin interface on its unix socket (``gateway/observability.py``: only the mesh's user opens it)."""
 
     def __init__(self, socket_path: pathlib.Path) -> None:
         self.socket_path = pathlib.Path(socket_path)

@@ -20,6 +20,9 @@ Two rewrites, both from the earlier questions (as resolved) and their short answ
 Anything else is left as asked. The rules are word-class heuristics (a few closed word lists, case,
 suffixes), judged on held-apart examples in ``tests/orchestrator/data/`` (see the orchestrator README);
 they know no question's wording.
+
+The word lists are in ``followup_words`` and the phrase finder in ``followup_phrases``; this module holds the
+turns, the two rewrites and the choice of an antecedent.
 """
 
 from __future__ import annotations
@@ -28,81 +31,21 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-WH = frozenset("what who whom whose when where which why how".split())
-AUX = frozenset(
-    """is are was were be been being am do does did has have had can could will would shall should may might must
-    isn't aren't wasn't weren't don't doesn't didn't hasn't haven't won't can't""".split()
+from services.orchestrator.followup_phrases import Phrase, Token, is_stop, kind_of, phrases, proper_runs, tokens
+from services.orchestrator.followup_words import (
+    AUX,
+    DAYS,
+    DEMONSTRATIVES,
+    MONTHS,
+    PERSON_PRONOUNS,
+    PLURAL_PRONOUNS,
+    PREPOSITIONS,
+    QUARTER,
+    THING_PRONOUNS,
+    VERBS,
+    WH,
+    YEAR,
 )
-PREPOSITIONS = frozenset(
-    """of in on at for from to by with about into over under after before during since per between among through
-    without within across against toward towards near""".split()
-)
-DETERMINERS = frozenset("the a an this that these those our your my its their his her".split())
-CONJUNCTIONS = frozenset("and or but nor so yet".split())
-PERSON_PRONOUNS = {"he": "subject", "she": "subject", "him": "object", "his": "possessive", "hers": "object"}
-THING_PRONOUNS = {"it": "subject", "its": "possessive"}
-PLURAL_PRONOUNS = {"they": "subject", "them": "object", "their": "possessive", "theirs": "object"}
-DEMONSTRATIVES = frozenset("this that".split())
-FILLERS = frozenset("please also then again too".split())
-# Nouns naming a person (a "he" or "she" in a follow-up can be "the lighthouse keeper").
-PERSON_NOUNS = frozenset(
-    """keeper manager owner author writer director officer chair chairman chairwoman chairperson ceo cfo cto coo
-    president founder engineer teacher doctor nurse architect designer painter composer inventor tenant landlord
-    landlady employee customer client applicant candidate student pilot captain mayor minister judge lawyer
-    accountant auditor inspector supervisor contractor buyer seller patient user member winner player coach guard
-    clerk secretary treasurer editor reporter researcher scientist professor lecturer translator head principal
-    leader chief driver operator worker technician secretary-general governor senator spokesperson spokesman
-    spokeswoman husband wife mother father son daughter brother sister man woman boy girl child""".split()
-)
-# Nouns naming a group or organisation (a "they" more often than an "it").
-GROUP_NOUNS = frozenset(
-    """board committee team council company firm government ministry department agency staff crew family group
-    union police authorities partners suppliers vendors customers members""".split()
-)
-# Last words of organisation, place and thing names ("Northwind Traders" is no person).
-NAME_HEADS = frozenset(
-    """inc ltd llc plc corp corporation company co group bank university college hospital clinic office council
-    committee ministry department agency logistics freight metals plastics motors airlines systems solutions services
-    holdings partners foundation institute trust association club school arena bridge hall centre center park street
-    road river lake station airport port harbour harbor traders industries labs laboratories press media studios
-    museum library church cathedral tower building branch plant warehouse factory mill market summit treaty act
-    report manual handbook agreement plan project programme program fund festival cup league""".split()
-)
-PLACE_NOUNS = frozenset(
-    """office branch plant warehouse factory site city town village country region building campus hospital clinic
-    school station airport port harbour harbor depot store shop headquarters hq facility centre center mill lab
-    laboratory library museum park hall arena""".split()
-)
-TITLES = frozenset("mr mrs ms miss dr prof sir dame lord lady".split())
-MONTHS = frozenset(
-    """january february march april may june july august september october november december jan feb mar apr jun
-    jul aug sep sept oct nov dec""".split()
-)
-DAYS = frozenset(
-    """monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays
-    saturdays sundays weekdays weekends""".split()
-)
-# Frequent verbs in questions, so that "the lease say" ends its noun phrase at "say".
-VERBS = frozenset(
-    """say says said write writes wrote written sign signs signed own owns owned run runs ran make makes made take
-    takes took give gives gave get gets got go goes went come comes came see sees saw know knows knew cost costs
-    pay pays paid open opens opened close closes closed start starts started begin begins began end ends ended
-    found founded lead leads led manage manages managed build builds built buy buys bought sell sells sold use
-    uses used mean means meant require requires required include includes included cover covers covered allow
-    allows allowed need needs needed want wants wanted inspect inspects inspected clean cleans cleaned service
-    services serviced deliver delivers delivered supply supplies supplied decide decides decided approve approves
-    approved publish publishes published design designs designed invent invents invented win wins won beat beats
-    host hosts hosted happen happens happened work works worked live lives lived study studies studied teach
-    teaches taught charge charges charged weigh weighs weighed earn earns earned employ employs employed hold
-    holds held mention mentions mentioned describe describes described contain contains contained show shows
-    showed shown list lists listed state states stated explain explains explained recommend recommends
-    recommended change changes changed fix fixes fixed cause causes caused leave leaves left paint paints painted
-    compose composes composed translate translates translated""".split()
-)
-_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[.'\u2019&-][A-Za-z0-9]+)*\.?|[^\sA-Za-z0-9]")
-_YEAR = re.compile(r"^(1[5-9]\d\d|20\d\d)$")
-_QUARTER = re.compile(r"^(q[1-4]|h[12]|fy\d{2,4})$", re.I)
-_NUMBER = re.compile(r"^\d[\d,.]*$")
 
 
 @dataclass(frozen=True)
@@ -130,162 +73,6 @@ class Resolution:
         return "; ".join(f"{a} -> {b}" for a, b in self.replacements)
 
 
-@dataclass(frozen=True)
-class _Token:
-    text: str
-    start: int
-    end: int
-
-    @property
-    def low(self) -> str:
-        return self.text.lower().rstrip(".")
-
-    @property
-    def capitalised(self) -> bool:
-        return self.text[:1].isupper() or (any(c.isdigit() for c in self.text) and any(c.isalpha() for c in self.text))
-
-    @property
-    def word(self) -> bool:
-        return self.text[:1].isalnum()
-
-
-@dataclass(frozen=True)
-class _Phrase:
-    text: str
-    start: int
-    end: int
-    """Token indexes, end exclusive."""
-    proper: bool
-    kind: str
-    """person, group, place, thing or plural."""
-    followed_by: str = ""
-    """The word right after the phrase (a preposition of "the X of Y", a verb ...)."""
-    preposition: str = ""
-    """The preposition right before it ("in" of "in March")."""
-    head: str = ""
-
-
-def tokens(text: str) -> list[_Token]:
-    return [_Token(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
-
-
-def _is_stop(tok: _Token) -> bool:
-    low = tok.low
-    return (low in WH or low in AUX or low in PREPOSITIONS or low in CONJUNCTIONS or low in PERSON_PRONOUNS
-            or low in THING_PRONOUNS or low in PLURAL_PRONOUNS or low in FILLERS or low in {"i", "you", "we", "there"})
-
-
-def _proper_runs(toks: Sequence[_Token]) -> list[tuple[int, int]]:
-    """Runs of capitalised words (with "of", "and", "&", "de" between two of them, and numbers after one)."""
-    runs: list[tuple[int, int]] = []
-    i = 0
-    while i < len(toks):
-        tok = toks[i]
-        starts = tok.word and tok.capitalised and not (i == 0 and (_is_stop(tok) or tok.low in DETERMINERS))
-        if not starts or (tok.low in WH or tok.low in AUX) or tok.low in {"i"}:
-            i += 1
-            continue
-        j = i + 1
-        while j < len(toks):
-            nxt = toks[j]
-            if nxt.word and (nxt.capitalised or (_NUMBER.match(nxt.text) and j > i)) and nxt.low not in AUX:
-                j += 1
-            elif (nxt.low in {"of", "and", "&", "de", "von", "van", "du", "la"} and j + 1 < len(toks)
-                  and toks[j - 1].low not in PERSON_NOUNS
-                  and toks[j + 1].word and toks[j + 1].capitalised and toks[j + 1].low not in AUX
-                  and not (nxt.low == "and" and _is_name_list_break(toks, i, j))):
-                j += 2
-            else:
-                break
-        runs.append((i, j))
-        i = j
-    return runs
-
-
-def _is_name_list_break(toks: Sequence[_Token], start: int, at: int) -> bool:
-    """"Acme Logistics and Borealis Freight" is a list of two names, "Bank of America" one name."""
-    return at - start >= 2
-
-
-def _kind(words: Sequence[str], proper: bool, after_determiner: bool) -> str:
-    low = [w.lower().rstrip(".") for w in words]
-    head = low[-1] if low else ""
-    if any(w in TITLES for w in low[:1]):
-        return "person"
-    if head in PERSON_NOUNS:
-        return "person"
-    if head in GROUP_NOUNS:
-        return "group"
-    if head in PLACE_NOUNS:
-        return "place"
-    if proper:
-        if head in NAME_HEADS or after_determiner or any(any(c.isdigit() for c in w) for w in low):
-            return "thing"
-        if 2 <= len(low) <= 3 and all(w.isalpha() for w in low):
-            return "person"
-        return "name"
-    if head.endswith("s") and not head.endswith("ss") and len(head) > 3:
-        return "plural"
-    return "thing"
-
-
-def phrases(text: str) -> list[_Phrase]:
-    """The noun phrases of a question: determiner-led ones and proper-noun runs, left to right."""
-    toks = tokens(text)
-    out: list[_Phrase] = []
-    proper = _proper_runs(toks)
-    covered: set[int] = set()
-
-    def add(start: int, end: int, is_proper: bool, after_det: bool) -> None:
-        words = [t.text for t in toks[start:end] if t.word]
-        content = [t.text for t in toks[start:end] if t.word and t.low not in DETERMINERS]
-        if not content:
-            return
-        following = toks[end].low if end < len(toks) else ""
-        before = toks[start - 1].low if start > 0 else ""
-        out.append(_Phrase(text[toks[start].start:toks[end - 1].end], start, end, is_proper,
-                           _kind(content, is_proper, after_det), following,
-                           before if before in PREPOSITIONS else "", content[-1].lower()))
-        covered.update(range(start, end))
-        del words
-
-    i = 0
-    while i < len(toks):
-        tok = toks[i]
-        if tok.low in {"the", "a", "an", "this", "that", "these", "those", "our", "your", "my"} and i + 1 < len(toks):
-            if tok.low in DEMONSTRATIVES and (i + 1 >= len(toks) or not toks[i + 1].word
-                                             or toks[i + 1].low in AUX or toks[i + 1].low in PREPOSITIONS):
-                i += 1
-                continue
-            j = i + 1
-            while j < len(toks) and toks[j].word and not _is_stop(toks[j]) and toks[j].low not in DETERMINERS:
-                j += 1
-            # "does the lighthouse keeper inspect the lamp": the verb after the subject is no part of it.
-            if j - i > 2 and (toks[j - 1].low in VERBS or _verb_like(toks[j - 1])):
-                j -= 1
-            # "the Handbook of Cats": a name with "of" inside stays whole.
-            for run_start, run_end in proper:
-                if i < run_start < j < run_end:
-                    j = run_end
-            if j > i + 1:
-                has_proper = any(toks[k].capitalised for k in range(i + 1, j))
-                add(i, j, has_proper, True)
-                i = j
-                continue
-        i += 1
-    for start, end in proper:
-        if start in covered:
-            continue
-        before = toks[start - 1].low if start > 0 else ""
-        add(start, end, True, before in DETERMINERS)
-    out.sort(key=lambda p: p.start)
-    return out
-
-
-def _verb_like(tok: _Token) -> bool:
-    low = tok.low
-    return low.endswith(("ed", "ing")) and len(low) > 4 and not tok.capitalised
-
 
 def _named_in_answer(turn: PastTurn) -> str:
     """The name a "who" question was answered with, when no short answer came with it (a chat client sends
@@ -295,7 +82,7 @@ def _named_in_answer(turn: PastTurn) -> str:
         return ""
     asked = turn.question.lower()
     toks = tokens(re.sub(r"\[\d+\]", "", turn.answer))
-    for start, end in _proper_runs(toks):
+    for start, end in proper_runs(toks):
         words = [t.text for t in toks[start:end] if t.word]
         name = " ".join(words)
         if name.lower() not in asked and 1 <= len(words) <= 4 and all(w.rstrip(".").isalpha() for w in words):
@@ -303,7 +90,7 @@ def _named_in_answer(turn: PastTurn) -> str:
     return ""
 
 
-def _short_answer_phrase(turn: PastTurn) -> _Phrase | None:
+def _short_answer_phrase(turn: PastTurn) -> Phrase | None:
     answer = (turn.short_answer.strip() or _named_in_answer(turn)).rstrip(".")
     if not answer or len(answer) > 80:
         return None
@@ -314,16 +101,16 @@ def _short_answer_phrase(turn: PastTurn) -> _Phrase | None:
     capitalised = all(t.capitalised or t.low in {"and", "of", "&", "de"} for t in toks)
     names = [p for p in re.split(r"\s*(?:,|\band\b|&)\s*", answer) if p.strip()]
     if capitalised and len(names) >= 2:
-        return _Phrase(answer, 0, 0, True, "plural")
+        return Phrase(answer, 0, 0, True, "plural")
     if not capitalised:
         return None
     words = [t.text for t in toks]
-    kind = _kind(words, True, answer.lower().startswith("the "))
+    kind = kind_of(words, True, answer.lower().startswith("the "))
     if first in {"who", "whom"} and kind in {"person", "name"}:
         kind = "person"
     elif kind == "name":
         kind = "group" if first in {"which", "what"} else "thing"
-    return _Phrase(answer, 0, 0, True, kind)
+    return Phrase(answer, 0, 0, True, kind)
 
 
 def _possessive(text: str) -> str:
@@ -348,7 +135,7 @@ class FollowUpResolver:
         return self._coreference(question, toks, recent)
 
     # -- coreference ------------------------------------------------------------------------
-    def _coreference(self, question: str, toks: list[_Token], recent: Sequence[PastTurn]) -> Resolution:
+    def _coreference(self, question: str, toks: list[Token], recent: Sequence[PastTurn]) -> Resolution:
         edits: list[tuple[int, int, str, str]] = []
         used: set[str] = set()
         for index, tok in enumerate(toks):
@@ -362,7 +149,7 @@ class FollowUpResolver:
                 want = ("person",)
             elif low == "her":
                 nxt = toks[index + 1] if index + 1 < len(toks) else None
-                role = "possessive" if nxt is not None and nxt.word and not _is_stop(nxt) else "object"
+                role = "possessive" if nxt is not None and nxt.word and not is_stop(nxt) else "object"
                 want = ("person",)
             elif low in THING_PRONOUNS:
                 if low == "it" and self._dummy_it(toks, index):
@@ -395,7 +182,7 @@ class FollowUpResolver:
         return self._apply(question, edits)
 
     @staticmethod
-    def _dummy_it(toks: Sequence[_Token], index: int) -> bool:
+    def _dummy_it(toks: Sequence[Token], index: int) -> bool:
         """"Is it true that ...", "it is possible to ...": an "it" that stands for nothing."""
         window = [t.low for t in toks[index + 1:index + 5]]
         if any(w in {"that", "whether"} for w in window[1:3]):
@@ -403,7 +190,7 @@ class FollowUpResolver:
         return bool(window) and window[0] in AUX and any(w in {"that", "to", "whether"} for w in window[2:])
 
     @staticmethod
-    def _pronoun_demonstrative(toks: Sequence[_Token], index: int) -> bool:
+    def _pronoun_demonstrative(toks: Sequence[Token], index: int) -> bool:
         nxt = toks[index + 1] if index + 1 < len(toks) else None
         prev = toks[index - 1] if index > 0 else None
         if nxt is None or not nxt.word:
@@ -411,7 +198,7 @@ class FollowUpResolver:
         return nxt.low in AUX or nxt.low in VERBS
 
     @staticmethod
-    def _locative_there(toks: Sequence[_Token], index: int) -> bool:
+    def _locative_there(toks: Sequence[Token], index: int) -> bool:
         prev = toks[index - 1] if index > 0 else None
         nxt = toks[index + 1] if index + 1 < len(toks) else None
         if prev is not None and prev.low in AUX:
@@ -426,26 +213,26 @@ class FollowUpResolver:
         return None
 
     @staticmethod
-    def _candidates(turn: PastTurn) -> list[_Phrase]:
+    def _candidates(turn: PastTurn) -> list[Phrase]:
         found = phrases(turn.question)
         answer = _short_answer_phrase(turn)
         return ([answer] if answer is not None else []) + found
 
     @staticmethod
-    def _ranked(candidates: Sequence[_Phrase], want: tuple[str, ...]) -> list[_Phrase]:
+    def _ranked(candidates: Sequence[Phrase], want: tuple[str, ...]) -> list[Phrase]:
         """Candidates of the wanted kinds, best first: by kind, the short answer before the question's phrases,
         proper names before common nouns; the attribute X of "the X of Y" comes last of all (it is never what
         "it" stands for: "the horsepower of the Duster 360")."""
         attributes = {id(p) for i, p in enumerate(candidates)
                       if p.followed_by in {"of", "for", "on"} and i + 1 < len(candidates) and not p.proper}
 
-        def rank(p: _Phrase) -> tuple[int, int, int, int]:
+        def rank(p: Phrase) -> tuple[int, int, int, int]:
             return (id(p) in attributes, want.index(p.kind), p.end != 0, not p.proper)
 
         return sorted((p for p in candidates if p.kind in want), key=rank)
 
     # -- ellipsis -------------------------------------------------------------------------------
-    def _ellipsis(self, question: str, toks: list[_Token], last: PastTurn) -> Resolution | None:
+    def _ellipsis(self, question: str, toks: list[Token], last: PastTurn) -> Resolution | None:
         words = [t for t in toks if t.word]
         if not words:
             return None
@@ -490,12 +277,12 @@ class FollowUpResolver:
             for i, tok in enumerate(prev_toks):
                 if tok.low == preposition and i + 1 < len(prev_toks):
                     end = i + 1
-                    while end < len(prev_toks) and prev_toks[end].word and not _is_stop(prev_toks[end]):
+                    while end < len(prev_toks) and prev_toks[end].word and not is_stop(prev_toks[end]):
                         end += 1
                     if end > i + 1:
                         return prev_toks[i + 1].start, prev_toks[end - 1].end
         # A year, a quarter, a month or a day for one of the same kind.
-        for test in (lambda w: bool(_YEAR.match(w)), lambda w: bool(_QUARTER.match(w)), lambda w: w in MONTHS,
+        for test in (lambda w: bool(YEAR.match(w)), lambda w: bool(QUARTER.match(w)), lambda w: w in MONTHS,
                      lambda w: w in DAYS):
             if len(frag_low) == 1 and test(frag_low[0]):
                 for tok in prev_toks:
@@ -523,7 +310,7 @@ class FollowUpResolver:
         return self._span(prev_toks, candidates[-1])
 
     @staticmethod
-    def _span(prev_toks: Sequence[_Token], phrase: _Phrase) -> tuple[int, int]:
+    def _span(prev_toks: Sequence[Token], phrase: Phrase) -> tuple[int, int]:
         start = phrase.start
         return prev_toks[start].start, prev_toks[phrase.end - 1].end
 

@@ -2,7 +2,7 @@
 
 grpcurl at Envoy (``grpcurl -plaintext HOST:8080 list``) needs one reflection endpoint that knows all four
 public services. Envoy routes the reflection methods to the orchestrator and marks those requests with
-``GATEWAY_HEADER`` (``gateway/envoy_config.py``); the orchestrator, which imports every service's generated
+``GATEWAY_HEADER`` (``gateway/rpc_routes.py``); the orchestrator, which imports every service's generated
 code, then answers for all of them. Called at its own port, it describes only its own services, as every
 service does. Only ``v1alpha`` exists in grpcio-reflection; grpcurl falls back to it.
 """

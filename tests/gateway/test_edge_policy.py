@@ -15,7 +15,7 @@ import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import HealthServicer
 
-from gateway import envoy_config
+from gateway import envoy_config, observability
 from gateway.edge_policy import LOCAL_REPLIES, EdgeSettings
 from services.launcher.mesh import envoy_binary
 from services.launcher.probes import EnvoyAdmin, free_port, healthy_clusters
@@ -91,7 +91,7 @@ def _envoy(tmp_path, edge: EdgeSettings, ports: dict[str, int], mesh: dict) -> I
 
 
 def _admin(tmp_path) -> EnvoyAdmin:
-    return EnvoyAdmin(envoy_config.admin_socket(MeshSettings(data_dir=tmp_path)))
+    return EnvoyAdmin(observability.admin_socket(MeshSettings(data_dir=tmp_path)))
 
 
 def active_connections(tmp_path, reached, timeout_s: float = 30.0) -> int:

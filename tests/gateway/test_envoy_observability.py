@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from gateway import envoy_config
+from gateway import envoy_config, observability
 from services.launcher.mesh import envoy_binary
 from services.runtime.config import MeshSettings
 
@@ -29,7 +29,7 @@ def _validate(tmp_path, config: dict) -> None:
 def test_tracing_is_off_without_a_collector(tmp_path):
     config = envoy_config.render(MeshSettings())
     assert "tracing" not in _hcm(config)
-    assert envoy_config.COLLECTOR_CLUSTER not in {c["name"] for c in config["static_resources"]["clusters"]}
+    assert observability.COLLECTOR_CLUSTER not in {c["name"] for c in config["static_resources"]["clusters"]}
     log_format = _hcm(config)["access_log"][0]["typed_config"]["log_format"]["json_format"]
     assert log_format["trace_id"] == "%TRACE_ID%" and log_format["status"] == "%RESPONSE_CODE%"
     _validate(tmp_path, config)
@@ -43,8 +43,8 @@ def test_a_collector_turns_on_envoys_opentelemetry_tracer(tmp_path, endpoint, ra
     assert tracing["random_sampling"] == {"value": percent}
     provider = tracing["provider"]
     assert provider["name"] == "envoy.tracers.opentelemetry"
-    assert provider["typed_config"]["grpc_service"]["envoy_grpc"]["cluster_name"] == envoy_config.COLLECTOR_CLUSTER
-    collector = [c for c in config["static_resources"]["clusters"] if c["name"] == envoy_config.COLLECTOR_CLUSTER][0]
+    assert provider["typed_config"]["grpc_service"]["envoy_grpc"]["cluster_name"] == observability.COLLECTOR_CLUSTER
+    collector = [c for c in config["static_resources"]["clusters"] if c["name"] == observability.COLLECTOR_CLUSTER][0]
     address = collector["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]
     assert (address["address"], address["port_value"]) == (endpoint.split("//")[-1].split(":")[0], 4317)
     assert collector["type"] == ("STATIC" if endpoint.startswith("127.") else "STRICT_DNS")
@@ -55,7 +55,7 @@ def test_the_stats_listener_serves_only_prometheus_stats(tmp_path):
     config = envoy_config.render(MeshSettings(gateway_stats_port=9902))
     routes = _hcm(config, "stats")["route_config"]["virtual_hosts"][0]["routes"]
     assert [r["match"]["path"] for r in routes] == ["/stats/prometheus"]
-    assert routes[0]["route"]["cluster"] == envoy_config.ADMIN_CLUSTER
+    assert routes[0]["route"]["cluster"] == observability.ADMIN_CLUSTER
     unlisted = envoy_config.render(MeshSettings(gateway_stats_port=0))["static_resources"]["listeners"]
     assert "stats" not in {entry["name"] for entry in unlisted}
     _validate(tmp_path, config)

@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from gateway import envoy_config, http_apps, mesh_credentials
+from gateway import envoy_config, http_apps, mesh_credentials, observability
 from gateway.edge_policy import EdgeSettings
 from gateway.request_validation import VALIDATE_PATH
 from services.launcher.mesh import envoy_binary
@@ -80,7 +80,7 @@ def test_the_rendered_config_names_the_credential_file_only(tmp_path):
 def test_an_admin_socket_path_too_long_for_a_unix_socket_is_refused_with_the_setting_to_use(tmp_path):
     settings = MeshSettings(data_dir=tmp_path / ("d" * 120))
     with pytest.raises(ValueError, match="DOCUTHINKER_GATEWAY_ADMIN_SOCKET"):
-        envoy_config.admin_socket(settings)
+        observability.admin_socket(settings)
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -113,7 +113,7 @@ def _envoy_with_recorder(tmp_path) -> Iterator[tuple[MeshSettings, str]]:
     proc = subprocess.Popen([envoy_binary(), "-c", str(config), "--disable-hot-restart", "--log-level", "error",
                              "--base-id", str(settings.gateway_port % 60000)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    admin = EnvoyAdmin(envoy_config.admin_socket(settings))
+    admin = EnvoyAdmin(observability.admin_socket(settings))
     try:
         deadline = time.monotonic() + 60
         while http_apps.OPENAI_API not in healthy_clusters(admin):
@@ -135,7 +135,7 @@ def test_every_upstream_request_carries_the_credential_and_no_admin_endpoint_sho
         # A JSON route: the strict-JSON check's httpCall goes to the same cluster (then the transcoder finds no
         # healthy rag host: 503, which does not matter here).
         httpx.post(f"{base}/v1/search", json={"query": "x"}, timeout=10)
-        admin = EnvoyAdmin(envoy_config.admin_socket(settings))
+        admin = EnvoyAdmin(observability.admin_socket(settings))
         mode = os.stat(admin.socket_path).st_mode
         assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
         dumps = {path: admin.get(path, timeout=10) for path in ADMIN_ENDPOINTS}

@@ -6,7 +6,7 @@ import subprocess
 
 import yaml
 
-from gateway import envoy_config
+from gateway import envoy_config, rpc_routes
 from services.launcher.mesh import envoy_binary
 from services.runtime.config import MeshSettings
 
@@ -49,7 +49,7 @@ def test_every_replica_is_an_endpoint_checked_and_ejected_on_its_own(tmp_path):
 
 
 def test_retries_of_idempotent_calls_go_to_another_replica():
-    routes = envoy_config._routes("rag", envoy_config.load_methods()["rag"], replicated=True)
+    routes = rpc_routes.routes("rag", rpc_routes.load_methods()["rag"], replicated=True)
     search = next(r for r in routes if r["name"].endswith("/Search"))["route"]
     predicates = [p["name"] for p in search["retry_policy"]["retry_host_predicate"]]
     assert predicates == ["envoy.retry_host_predicates.previous_hosts"]

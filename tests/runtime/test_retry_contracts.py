@@ -6,7 +6,7 @@ import json
 
 from google.protobuf import descriptor_pb2
 
-from gateway import envoy_config
+from gateway import envoy_config, rpc_routes
 from services.runtime import channels
 from services.runtime.config import MeshSettings
 from services.runtime.contracts import NO_SIDE_EFFECTS, mesh_methods, methods_of
@@ -26,7 +26,7 @@ NEVER_RETRIED = {
 
 
 def _contract_files() -> list[descriptor_pb2.FileDescriptorProto]:
-    fds = descriptor_pb2.FileDescriptorSet.FromString(envoy_config.DESCRIPTOR_SET.read_bytes())
+    fds = descriptor_pb2.FileDescriptorSet.FromString(rpc_routes.DESCRIPTOR_SET.read_bytes())
     return list(fds.file)
 
 
