@@ -1,3 +1,3 @@
 """Benchmarks (not tests): quality and performance numbers written to bench/results/."""
 
-import services  # noqa: E402,F401  (sets OpenMP's wait policy before a benchmark loads torch or faiss)
+import services  # noqa: F401  (sets OpenMP's wait policy before a benchmark loads torch or faiss)

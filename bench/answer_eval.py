@@ -17,6 +17,7 @@ from bench.answer_samples import document_chunks
 from bench.docqa_score import breakdown
 from services.rag.answers.ranker import AnswerRanker
 
+
 def answer_with(ranker: AnswerRanker, samples: Sequence[QuestionSample], encoder) -> list[tuple[object, float]]:
     """(scored outcome, probability of the best unit: 1 for a computed answer, 0 with no unit) per sample."""
     from bench.docqa_bench import reply_from_domain

@@ -38,8 +38,17 @@ from collections.abc import Sequence
 
 from bench.answer_eval import answer_with, cross_validate, markdown_report, plot_risk_coverage, report, risk_coverage
 from bench.answer_fit import PARAMS, ROUNDS, SEED, WEIGHTS, choose_threshold, train
-from bench.answer_samples import (ONE_DOCUMENT, REAL, SETS, SMALL_SQUAD_EVERY, collect_docqa, collect_squad, featurise,
-                                  similarity_of, small_pools)
+from bench.answer_samples import (
+    ONE_DOCUMENT,
+    REAL,
+    SETS,
+    SMALL_SQUAD_EVERY,
+    collect_docqa,
+    collect_squad,
+    featurise,
+    similarity_of,
+    small_pools,
+)
 from bench.shared import SHARED
 from services.rag.answers.ranker import MANIFEST_FILE, MODEL_FILE, AnswerRanker
 from services.rag.answers.unit_features import FEATURE_NAMES

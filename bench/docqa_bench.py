@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     mode = "in-process" if args.in_process else "mesh-rest"
     results = {
         "benchmark": "docqa",
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "mode": mode,
         "description": (f"{len(items)} docqa dev questions over a library of {len(files)} fixture documents "
                         f"({'production code in process' if args.in_process else 'uploaded and asked through Envoy REST'}"

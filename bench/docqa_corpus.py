@@ -14,7 +14,15 @@ import time
 from collections.abc import Sequence
 
 from bench.corpus import BenchCorpus, DiskCachedEncoder, IndexedDocument
-from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Provenance, chunk_id_for, document_id_for
+from services.rag.documents import (
+    Chunk,
+    DocumentRecord,
+    DocumentStatus,
+    GraphSyncState,
+    Provenance,
+    chunk_id_for,
+    document_id_for,
+)
 from services.rag.ingest.chunking import chunk_sections
 from services.rag.ingest.formats import validate_upload
 from services.rag.ingest.parsers import parse
@@ -73,9 +81,9 @@ class DocumentCorpus(BenchCorpus):
         return added
 
     def answer_service(self):
-        from services.rag.answers.settings import AnswerSettings
         from services.rag.answers.answering import AnswerService
         from services.rag.answers.extractive import ExtractiveAnswerer, ExtractiveConfig
+        from services.rag.answers.settings import AnswerSettings
         from services.rag.retrieval import HybridRetriever
 
         settings = AnswerSettings()

@@ -37,7 +37,14 @@ import psutil
 from bench import scifact, squad
 from bench.corpus import DiskCachedEncoder
 from services.models.cpu_features import cpu_features
-from services.models.embedder import MODEL_NAME, NUM_HEADS, WEIGHTS_SHA256, build_embedder, identity, verified_model_path
+from services.models.embedder import (
+    MODEL_NAME,
+    NUM_HEADS,
+    WEIGHTS_SHA256,
+    build_embedder,
+    identity,
+    verified_model_path,
+)
 from services.models.settings import batch_size_for, embedder_settings
 from services.rag.documents import Section
 from services.rag.ingest.chunking import ChunkerConfig, chunk_sections

@@ -137,8 +137,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 finally:
                     await store.close()
             elif backend == "arcadedb":
-                from tests.graph.arcadedb_local import LocalArcadeDb
                 from services.graph.neo4j_store import Neo4jGraphStore
+                from tests.graph.arcadedb_local import LocalArcadeDb
 
                 with LocalArcadeDb(root / "arcadedb") as server:
                     store = Neo4jGraphStore(server.settings())

@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
 
     results: dict = {
         "benchmark": "ingest",
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "load_avg_at_start": [round(x, 2) for x in os.getloadavg()]},
         "settings": {"chunk_size": settings.chunk_size, "chunk_overlap": settings.chunk_overlap,

@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> pathlib.Path:
     runtimes = list(dict.fromkeys(r.strip() for r in args.runtimes.split(",") if r.strip()))
     sets = corpora(args.small, args.large, args.seed, RagSettings(), MeshSettings().max_upload_bytes)
     embedder = embedder_settings()
-    result: dict = {"benchmark": "ingest-seed", "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    result: dict = {"benchmark": "ingest-seed", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                     "cpus": os.cpu_count(), "embed_threads": embedder.threads, "embed_streams": embedder.streams, "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
                     "args": {k: str(v) for k, v in vars(args).items()}, "runtimes": {}, "seeds": {}}
     seed_encode()(["warm-up"])

@@ -28,12 +28,12 @@ import time
 from collections.abc import Awaitable, Callable
 from importlib import metadata
 
-from services.providers.router import Router
-from services.providers.settings import ProviderSettings
 from services.nlp import summarize
 from services.nlp.analyze import DEFAULT_OPERATIONS, OperationOutcome, plan, stream
 from services.nlp.operations import NlpOperations
 from services.nlp.settings import NlpSettings
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "docs"

@@ -22,6 +22,7 @@ Goals: p50 overhead <= 1% with metrics only, <= 3% with metrics and tracing at 1
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
 import json
 import pathlib
@@ -31,8 +32,6 @@ import subprocess
 import sys
 import tempfile
 import time
-
-import asyncio
 
 import httpx
 import psutil

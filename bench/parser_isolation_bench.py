@@ -29,11 +29,11 @@ import time
 
 from bench.environment import describe
 from services.rag.ingest.formats import detect_type
+from services.rag.ingest.parse_guard import parse_or_refuse
 from services.rag.ingest.parser_pool import ParserPool, ParserPoolConfig
 from services.rag.ingest.parser_worker import ParseJob
 from services.rag.ingest.parsers.limits import ParseLimits
 from services.rag.ingest.parsers.pdf.content_budget import check_content_budget
-from services.rag.ingest.parse_guard import parse_or_refuse
 from services.runtime.errors import DomainError
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "docs"

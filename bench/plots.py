@@ -12,7 +12,7 @@ from collections.abc import Callable
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
+import matplotlib.pyplot as plt
 
 WAY_STYLE = {"inprocess": ("tab:green", "in process"), "grpc": ("tab:blue", "direct gRPC"),
              "rest": ("tab:red", "REST via Envoy")}

@@ -132,7 +132,7 @@ def run_suite(quick: bool, only: Sequence[str] = (), results_dir: pathlib.Path =
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     log_dir = log_root / stamp
     log_dir.mkdir(parents=True, exist_ok=True)
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     clock = time.perf_counter()
     run: dict = {"variant": "quick" if quick else "full", "started": started.isoformat(timespec="seconds"),
                  "environment_at_start": describe(), "benchmarks": {}}

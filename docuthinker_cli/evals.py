@@ -31,7 +31,7 @@ class Evals:
         self._gateway = gateway
 
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        return self._gateway._call(method, path, **kwargs)  # noqa: SLF001 - the package's own transport
+        return self._gateway._call(method, path, **kwargs)
 
     def upload(self, path: pathlib.Path, name: str = "") -> dict[str, Any]:
         # Percent-encoded by hand: httpx writes a space as "+", which the gateway's transcoder keeps as "+".
@@ -78,10 +78,10 @@ class Evals:
         import httpx
 
         try:
-            response = self._gateway._http.get(f"/v1/eval-runs/{run_id}:export",  # noqa: SLF001
+            response = self._gateway._http.get(f"/v1/eval-runs/{run_id}:export",
                                                params={"format": fmt}, headers={"Accept": "*/*"})
         except httpx.TransportError as exc:
-            raise self._gateway._unreachable(exc) from None  # noqa: SLF001
+            raise self._gateway._unreachable(exc) from None
         if response.status_code >= 400:
             raise error_from_response(response)
         return response.content

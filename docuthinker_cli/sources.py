@@ -89,7 +89,7 @@ def _credential(from_stdin: bool, needed: bool) -> str:
 
 def _create(ctx: typer.Context, as_json: bool, body: dict[str, Any]) -> None:
     def action(gateway: Gateway) -> None:
-        created = gateway._call("POST", "/v1/sources", json=body)["source"]  # noqa: SLF001 - the one REST call
+        created = gateway._call("POST", "/v1/sources", json=body)["source"]
         render.emit_json(created) if as_json else show_source(created)
 
     _run(ctx, as_json, action)
@@ -100,7 +100,7 @@ def list_sources(ctx: typer.Context, as_json: Json = False) -> None:
     """The sources with their state, last run and failing items."""
 
     def action(gateway: Gateway) -> None:
-        found = gateway._call("GET", "/v1/sources", params={"page_size": 100}).get("sources", [])  # noqa: SLF001
+        found = gateway._call("GET", "/v1/sources", params={"page_size": 100}).get("sources", [])
         render.emit_json(found) if as_json else show_sources(found)
 
     _run(ctx, as_json, action)
@@ -111,7 +111,7 @@ def show(ctx: typer.Context, source_id: SourceId, as_json: Json = False) -> None
     """One source: its status, the last run's counts, errors with reasons and when failing items are retried."""
 
     def action(gateway: Gateway) -> None:
-        found = gateway._call("GET", f"/v1/sources/{source_id}")["source"]  # noqa: SLF001
+        found = gateway._call("GET", f"/v1/sources/{source_id}")["source"]
         render.emit_json(found) if as_json else show_source(found)
 
     _run(ctx, as_json, action)
@@ -174,7 +174,7 @@ def sync(ctx: typer.Context, source_id: SourceId,
 
     def action(gateway: Gateway) -> ExitCode:
         asked = time.time()
-        source = gateway._call("POST", f"/v1/sources/{source_id}:sync", json={})["source"]  # noqa: SLF001
+        source = gateway._call("POST", f"/v1/sources/{source_id}:sync", json={})["source"]
         deadline = time.monotonic() + wait_timeout
         while wait:
             status = source.get("status", {})
@@ -185,7 +185,7 @@ def sync(ctx: typer.Context, source_id: SourceId,
                 raise GatewayError(f"source {source_id} did not finish a sync in {wait_timeout:.0f} s",
                                    ExitCode.UNAVAILABLE)
             time.sleep(0.5)
-            source = gateway._call("GET", f"/v1/sources/{source_id}")["source"]  # noqa: SLF001
+            source = gateway._call("GET", f"/v1/sources/{source_id}")["source"]
         render.emit_json(source) if as_json else show_source(source)
         return ExitCode.ERROR if wait and _state(source) == "failed" else ExitCode.OK
 
@@ -202,7 +202,7 @@ def _after(stamp: str | None, moment: float) -> bool:
 
 def _patch(ctx: typer.Context, source_id: str, body: dict[str, Any], mask: str, as_json: bool) -> None:
     def action(gateway: Gateway) -> None:
-        updated = gateway._call("PATCH", f"/v1/sources/{source_id}", json=body,  # noqa: SLF001
+        updated = gateway._call("PATCH", f"/v1/sources/{source_id}", json=body,
                                 params={"update_mask": mask})["source"]
         render.emit_json(updated) if as_json else show_source(updated)
 
@@ -235,7 +235,7 @@ def remove(ctx: typer.Context, source_id: SourceId,
     """Remove a source and (unless --keep-documents) the documents it brought."""
 
     def action(gateway: Gateway) -> None:
-        gone = gateway._call("DELETE", f"/v1/sources/{source_id}",  # noqa: SLF001
+        gone = gateway._call("DELETE", f"/v1/sources/{source_id}",
                              params={"keep_documents": str(keep_documents).lower()})
         render.emit_json(gone) if as_json else render.out.print(
             f"removed {source_id} ({gone.get('documents_deleted', 0)} document(s) deleted)")
@@ -249,7 +249,7 @@ def versions(ctx: typer.Context, document_id: Annotated[str, typer.Argument(help
     """A document's versions, newest first, with how many chunks each re-embedded or reused."""
 
     def action(gateway: Gateway) -> None:
-        body = gateway._call("GET", f"/v1/documents/{document_id}/versions")  # noqa: SLF001
+        body = gateway._call("GET", f"/v1/documents/{document_id}/versions")
         if as_json:
             render.emit_json(body)
             return
@@ -270,7 +270,7 @@ def compare(ctx: typer.Context, document_id: Annotated[str, typer.Argument(help=
     """What changed between two versions: changed, added and removed passages, with where they are."""
 
     def action(gateway: Gateway) -> None:
-        body = gateway._call("GET", f"/v1/documents/{document_id}:compare",  # noqa: SLF001
+        body = gateway._call("GET", f"/v1/documents/{document_id}:compare",
                              params={"from": from_version, "to": to_version})
         if as_json:
             render.emit_json(body)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import pathlib
 from dataclasses import dataclass
 
-from docuthinker.api.v1 import visibility_pb2
 from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
+from docuthinker.api.v1 import visibility_pb2
 from services.runtime import gateway_reflection
 from services.runtime.contracts import RpcMethod, methods_of
 

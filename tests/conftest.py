@@ -18,6 +18,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import services  # noqa: F401  (sets OpenMP's wait policy before torch, faiss or llama.cpp load it)
 
+# isort: split
+
 # The graph tests (LadybugDB) and the local-model tests (llama.cpp via xllamacpp) share this pytest
 # process, and xllamacpp's module initialisation aborts with std::bad_alloc once a LadybugDB database
 # has been opened in the process (reproduced in isolation). Importing it first avoids that. The

@@ -17,9 +17,9 @@ import pathlib
 import sys
 from collections.abc import Iterator
 
-from docuthinker.api.v1 import visibility_pb2
 from google.protobuf import descriptor_pb2
 
+from docuthinker.api.v1 import visibility_pb2
 from gateway import http_apps
 from gateway.rpc_routes import DESCRIPTOR_SET
 from services.runtime.config import MeshSettings

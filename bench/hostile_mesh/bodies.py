@@ -20,7 +20,8 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from .common import MiB, TENANT, rss_mb, status_body
+from .common import TENANT, MiB, rss_mb, status_body
+
 
 # -- held uploads --------------------------------------------------------------------------
 def held_uploads(mesh, uploads: int = 20, size: int = 24 * MiB, hold_s: float = 5.0, settle_s: float = 5.0) -> dict:

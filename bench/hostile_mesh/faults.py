@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .common import TENANT, admin_get, status_body
 
+
 # -- faults ---------------------------------------------------------------------------------
 def pause(mesh, delays: tuple[float, ...] = (0, 0.5, 1, 2, 3, 4, 6), pause_s: float = 14.0) -> dict:
     """SIGSTOP rag; searches started at ``delays`` seconds into the pause; how long each took to end."""

@@ -98,11 +98,13 @@ class HaystackStack:
     def _indexing(self, store):
         from haystack import Pipeline
         from haystack.components.converters import DOCXToDocument, PyPDFToDocument, TextFileToDocument
-        from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
         from haystack.components.joiners import DocumentJoiner
         from haystack.components.preprocessors import DocumentCleaner, DocumentSplitter
         from haystack.components.routers import FileTypeRouter
         from haystack.components.writers import DocumentWriter
+        from haystack_integrations.components.embedders.sentence_transformers import (
+            SentenceTransformersDocumentEmbedder,
+        )
 
         docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
         pipeline = Pipeline()
@@ -131,9 +133,9 @@ class HaystackStack:
 
     def _retrieval(self, store, top_k: int):
         from haystack import Pipeline
-        from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
         from haystack.components.joiners import DocumentJoiner
         from haystack.components.retrievers.in_memory import InMemoryBM25Retriever, InMemoryEmbeddingRetriever
+        from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
 
         pipeline = Pipeline()
         pipeline.add_component("text_embedder", SentenceTransformersTextEmbedder(model=self.model, device=self.device))
@@ -178,10 +180,12 @@ class HaystackStack:
 
     def index_texts(self, texts: dict[str, str]) -> None:
         from haystack import Document, Pipeline
-        from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
         from haystack.components.preprocessors import DocumentSplitter
         from haystack.components.writers import DocumentWriter
         from haystack.document_stores.in_memory import InMemoryDocumentStore
+        from haystack_integrations.components.embedders.sentence_transformers import (
+            SentenceTransformersDocumentEmbedder,
+        )
 
         self.store = InMemoryDocumentStore()
         pipeline = Pipeline()

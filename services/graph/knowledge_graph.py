@@ -12,8 +12,8 @@ from typing import Any
 from services.graph.cypher_guard import check_read_only
 from services.graph.entity_resolution import entity_key
 from services.graph.query_cost import check_generated_items
-from services.graph.query_sizes import check_value_sizes
 from services.graph.query_params import validate_params
+from services.graph.query_sizes import check_value_sizes
 from services.graph.settings import GraphSettings
 from services.graph.store import DeleteResult, EntityView, GraphStats, GraphStore, QueryResult, RelatedDocument
 from services.graph.upsert_batching import MAX_ID_CHARS, UpsertBatcher

@@ -21,8 +21,8 @@ import neo4j
 from neo4j import exceptions as neo4j_errors
 
 from services.graph import statements as q
-from services.graph.related import RANK_SLACK, assemble
 from services.graph.neo4j_provisioning import Provisioner, provisioner_for
+from services.graph.related import RANK_SLACK, assemble
 from services.graph.settings import Neo4jSettings
 from services.graph.store import (
     DeleteResult,
@@ -162,7 +162,7 @@ class Neo4jGraphStore:
                     return [await (await tx.run(cypher, params)).data() for cypher, params in statements]
 
                 return await session.execute_read(work)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _backend_error(exc) from exc
 
     # -- GraphStore ------------------------------------------------------------------
@@ -183,7 +183,7 @@ class Neo4jGraphStore:
                     return await run_async(make_plan(), run)
 
                 return await session.execute_write(work)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _backend_error(exc) from exc
 
     async def related(self, tenant: str, document_id: str, limit: int) -> list[RelatedDocument] | None:
@@ -200,7 +200,7 @@ class Neo4jGraphStore:
                     return assemble(scored, shared, limit)
 
                 return await session.execute_read(work)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _backend_error(exc) from exc
 
     async def entity(self, tenant: str, key: str, limit: int) -> EntityView | None:
@@ -225,7 +225,7 @@ class Neo4jGraphStore:
             )
         try:
             database = await self._database(tenant)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _backend_error(exc) from exc
         try:
             return await asyncio.wait_for(self._user_query(database, cypher, dict(params), limit, timeout_s), timeout_s)
@@ -233,7 +233,7 @@ class Neo4jGraphStore:
             raise DeadlineExceeded("query exceeded its time limit", reason="QUERY_TIMEOUT") from exc
         except DomainError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _query_error(exc) from exc
 
     async def _user_query(

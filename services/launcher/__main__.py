@@ -51,7 +51,7 @@ def _keygen(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: C901 - the command line, one flag after another
     parser = argparse.ArgumentParser(prog="python -m services.launcher", description="Run the DocuThinker mesh locally.")
     commands = parser.add_subparsers(dest="command")
     issue = commands.add_parser("token", help="print a bearer token signed with the mesh's local key (or --key)")

@@ -24,14 +24,14 @@ import httpx
 from gateway import envoy_config, http_apps, observability
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
+from services.graph.settings import GraphSettings
 from services.launcher.child_exec import spawn_argv
 from services.launcher.local_auth import LocalAuth, TokenAuth
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.launcher.probes import EnvoyAdmin, free_port, grpc_serving, healthy_clusters, http_serving
-from services.graph.settings import GraphSettings
 from services.runtime import mesh_auth
-from services.runtime.data_dir import make_private, private_umask
 from services.runtime.config import DEFAULT_TENANT, SERVICE_NAMES, MeshSettings, settings_from_env
+from services.runtime.data_dir import make_private, private_umask
 from services.storage import local_server
 from services.storage.settings import StorageSettings
 
@@ -253,7 +253,7 @@ class Mesh:
         child = self.children.get(name)
         env = {**self.env, **child.env} if child is not None else self.env
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
+        log = open(self.log_dir / f"{name}.log", "ab")
         cgroup = self.memory_ceiling.prepare(name) if self.memory_ceiling is not None else None
 
         proc = subprocess.Popen(

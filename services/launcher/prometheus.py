@@ -70,7 +70,7 @@ class LocalPrometheus:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         config = self.work_dir / "prometheus.yml"
         config.write_text(yaml.safe_dump(scrape_config(self.mesh, self.interval_s), sort_keys=False))
-        log = open(self.work_dir / "prometheus.log", "ab")  # noqa: SIM115 - owned by the child
+        log = open(self.work_dir / "prometheus.log", "ab")
         self._proc = subprocess.Popen(
             spawn_argv([exe, f"--config.file={config}", f"--storage.tsdb.path={self.work_dir / 'tsdb'}",
                         f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=1d"]),

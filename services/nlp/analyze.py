@@ -93,7 +93,7 @@ async def _run(operation: Operation, job: Job) -> OperationOutcome:
     with metering.metered() as meter:
         try:
             value = await job()
-        except Exception as exc:  # noqa: BLE001 - reported in-band, per operation
+        except Exception as exc:
             if not isinstance(exc, DomainError):
                 log.exception("analyze operation %s failed", operation.name)
             error = exc

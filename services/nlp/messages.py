@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from docuthinker.nlp.v1 import nlp_service_pb2 as pb
 from google.protobuf.message import Message
 
+from docuthinker.nlp.v1 import nlp_service_pb2 as pb
 from services.nlp import analytics, analyze, entities, generative, key_ideas, metering, sentiment, summarize, topics
 from services.nlp.engines import TEXT_STATS, Engine
 from services.runtime.errors import FieldViolation, InvalidArgument, status_from_exception

@@ -46,5 +46,5 @@ def binding(settings: MeshSettings, nlp: NlpSettings | None = None, *, warm_up: 
 def _warm(ops: NlpOperations) -> None:
     try:
         ops.warm_up()
-    except Exception:  # noqa: BLE001 - the first request will report the same failure properly
+    except Exception:
         log.exception("model warm-up failed")

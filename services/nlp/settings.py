@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 

@@ -40,7 +40,7 @@ async def openai_errors(request: web.Request, handler) -> web.StreamResponse:
         kind = "not_found_error" if exc.status == 404 else "invalid_request_error"
         return _json(errors.ApiError(exc.status, exc.reason, kind, exc.reason.lower().replace(" ", "_")).body(),
                      exc.status)
-    except Exception:  # noqa: BLE001 - a bug: logged with its traceback, reported without it
+    except Exception:
         log.exception("chat completion failed")
         return _json(errors.ApiError(500, "internal error", "api_error", "internal").body(), 500)
 

@@ -12,7 +12,14 @@ from google.protobuf import json_format
 
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2 as pb
 from docuthinker.rag.v1 import answers_pb2
-from services.orchestrator.conversation_answers import CitationFound, ConversationAnswers, Delta, Resolved, Started, Stored
+from services.orchestrator.conversation_answers import (
+    CitationFound,
+    ConversationAnswers,
+    Delta,
+    Resolved,
+    Started,
+    Stored,
+)
 from services.orchestrator.user_conversations import ConversationInfo, Turn, UserConversations
 from services.orchestrator.wire import timestamp
 from services.runtime.errors import FieldViolation, InvalidArgument, PermissionDenied

@@ -9,9 +9,8 @@ cannot spend the whole mesh's budget; the tenant is the one bound to the request
 
 from __future__ import annotations
 
-import dataclasses
-
 import contextvars
+import dataclasses
 import datetime as dt
 import time
 from collections.abc import Callable, Iterator
@@ -298,7 +297,7 @@ class CostTracker:
     def _grouped(self, column: str, since: float, tenant: str | None = None) -> dict[str, Bucket]:
         only_tenant = "" if tenant is None else " AND tenant = ?"
         rows = self._db.query(
-            f"SELECT {column} AS k, SUM(cost_usd) AS cost, COUNT(*) AS n FROM cost_records"  # noqa: S608 - fixed column
+            f"SELECT {column} AS k, SUM(cost_usd) AS cost, COUNT(*) AS n FROM cost_records"
             f" WHERE ts >= ?{only_tenant} GROUP BY k",
             (since,) if tenant is None else (since, tenant),
         )

@@ -150,12 +150,12 @@ class DeadLetterQueue:
     def list(self, limit: int = 20, tenant: str | None = None) -> tuple[list[DeadLetter], DeadLetterCounts]:
         where, params = ("WHERE tenant = ?", [tenant]) if tenant is not None else ("", [])
         rows = self._db.query(
-            f"SELECT * FROM dead_letters {where} ORDER BY created_at DESC LIMIT ?",  # noqa: S608 - fixed text
+            f"SELECT * FROM dead_letters {where} ORDER BY created_at DESC LIMIT ?",
             [*params, limit],
         )
         counts = dict.fromkeys(STATES, 0)
         for row in self._db.query(
-            f"SELECT state, COUNT(*) AS n FROM dead_letters {where} GROUP BY state", params  # noqa: S608
+            f"SELECT state, COUNT(*) AS n FROM dead_letters {where} GROUP BY state", params
         ):
             counts[row["state"]] = int(row["n"])
         return [_from_row(r) for r in rows], DeadLetterCounts(counts[PARKED], counts[RETRYING], counts[REPLAYED])
@@ -188,7 +188,7 @@ class DeadLetterQueue:
         while True:
             try:
                 await self.retry_due()
-            except Exception:  # noqa: BLE001 - the loop must outlive one bad letter
+            except Exception:
                 log.exception("dead-letter retry pass failed")
             await asyncio.sleep(poll_s)
 
@@ -198,7 +198,7 @@ class DeadLetterQueue:
         due = "state <> ?" if manual else "state = ? AND next_retry_at <= ?"
         params = [REPLAYED] if manual else [RETRYING, now]
         return self._db.execute(
-            f"UPDATE dead_letters SET claimed_by = ?, claim_until = ? WHERE id = ? AND {due} "  # noqa: S608
+            f"UPDATE dead_letters SET claimed_by = ?, claim_until = ? WHERE id = ? AND {due} "
             "AND (claim_until IS NULL OR claim_until < ?)",
             (self.owner, now + self.claim_s, letter_id, *params, now),
         ) == 1
@@ -233,7 +233,7 @@ class DeadLetterQueue:
             try:
                 self._db.execute("UPDATE dead_letters SET claim_until = ? WHERE id = ? AND claimed_by = ?",
                                  (self._clock() + self.claim_s, letter_id, self.owner))
-            except Exception:  # noqa: BLE001 - the next renewal tries again; the claim holds claim_s meanwhile
+            except Exception:
                 log.warning("dead-letter claim renewal failed", exc_info=True, extra={"fields": {"id": letter_id}})
 
     def _failed(self, letter: DeadLetter, error: str, manual: bool) -> DeadLetter:

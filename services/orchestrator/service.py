@@ -29,6 +29,7 @@ from services.orchestrator.conversations import ConversationStore
 from services.orchestrator.costs import CostTracker
 from services.orchestrator.database import open_database
 from services.orchestrator.dlq import DeadLetterQueue
+from services.orchestrator.downstream import Peers, provider_circuit, service_circuit
 from services.orchestrator.evals.evaluations import Evaluations
 from services.orchestrator.evals.metrics import register_eval_metrics
 from services.orchestrator.evals.rag_source import GroundedAnswers, identities
@@ -36,14 +37,13 @@ from services.orchestrator.evals.rag_source import RagAnswerSource as EvalAnswer
 from services.orchestrator.evals.runner import EvalRunner
 from services.orchestrator.evals.sets import SetLimits
 from services.orchestrator.evals.store import EvalStore
-from services.orchestrator.downstream import Peers, provider_circuit, service_circuit
-from services.orchestrator.operations import Operations
 from services.orchestrator.health import DOWNSTREAM, HealthProbe
 from services.orchestrator.insights import InsightStore
 from services.orchestrator.intents import Encoder, IntentClassifier
 from services.orchestrator.llm import LanguageModels
 from services.orchestrator.mcp.client import McpHub
 from services.orchestrator.observability import register_metrics
+from services.orchestrator.operations import Operations
 from services.orchestrator.servicer import Components, OrchestratorServicer
 from services.orchestrator.settings import OrchestratorSettings
 from services.orchestrator.summarizer import conversation_summarizer
@@ -170,7 +170,7 @@ def binding(
     async def warm_classifier() -> None:
         try:
             await asyncio.to_thread(classifier.warm)
-        except Exception:  # noqa: BLE001 - classification will retry the load and report then
+        except Exception:
             log.exception("warming the intent classifier failed")
 
     async def on_start() -> None:

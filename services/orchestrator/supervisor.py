@@ -18,9 +18,9 @@ from services.orchestrator.costs import CostTracker, intent_scope, track_spend
 from services.orchestrator.dag import Task, TaskResult, TaskState, aggregate, execute, validate
 from services.orchestrator.dlq import DeadLetterQueue
 from services.orchestrator.downstream import is_transient
-from services.orchestrator.operations import Operations, Outcome
 from services.orchestrator.intents import INTENTS, Classification, IntentClassifier, llm_classification_prompt
 from services.orchestrator.llm import LanguageModels
+from services.orchestrator.operations import Operations, Outcome
 from services.orchestrator.tokens import TokenBudget, estimate_tokens
 from services.providers.base import GenerationRequest, Message
 from services.runtime import request_context

@@ -73,7 +73,7 @@ class AnthropicProvider:
         try:
             message = await deadline.run(self._client.messages.create(**params))
             return self._result(message, request)
-        except Exception as exc:  # noqa: BLE001 - every failure leaves as a ProviderError
+        except Exception as exc:
             raise _classify(exc) from exc
 
     async def stream(self, request: GenerationRequest) -> AsyncGenerator[StreamEvent, None]:
@@ -91,7 +91,7 @@ class AnthropicProvider:
                             yield StreamEvent(tool_use=_tool_use(event.content_block))
                 message = await deadline.run(events.get_final_message())
             yield StreamEvent(final=self._result(message, request))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _classify(exc) from exc
 
     def _params(self, request: GenerationRequest) -> dict[str, Any]:

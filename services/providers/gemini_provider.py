@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from contextlib import aclosing
 from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any
 
 from google import genai
@@ -83,7 +83,7 @@ class GeminiProvider:
             )
             content = _blocks(response)
             return self._result(content, response.usage_metadata, response, model)
-        except Exception as exc:  # noqa: BLE001 - every failure leaves as a ProviderError
+        except Exception as exc:
             raise _classify(exc) from exc
 
     async def stream(self, request: GenerationRequest) -> AsyncGenerator[StreamEvent, None]:
@@ -114,7 +114,7 @@ class GeminiProvider:
                 raise bad_response(NAME, "empty stream")
             blocks: list[ContentBlock] = [TextBlock("".join(text))] if text else []
             yield StreamEvent(final=self._result(blocks + content, usage, last, model))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _classify(exc) from exc
 
     def _config(self, request: GenerationRequest) -> types.GenerateContentConfig:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from contextlib import aclosing
 from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import aclosing
 from typing import Any
 
 from services.providers.base import (

@@ -75,7 +75,7 @@ class OpenAIProvider:
             for call in choice.message.tool_calls or ():
                 content.append(_tool_use(call.id, call.function.name, call.function.arguments))
             return self._result(content, completion.usage, completion.model, choice.finish_reason)
-        except Exception as exc:  # noqa: BLE001 - every failure leaves as a ProviderError
+        except Exception as exc:
             raise _classify(exc) from exc
 
     async def stream(self, request: GenerationRequest) -> AsyncGenerator[StreamEvent, None]:
@@ -115,7 +115,7 @@ class OpenAIProvider:
             if usage is None:
                 raise bad_response(NAME, "the stream ended without a usage chunk")
             yield StreamEvent(final=self._result(content, usage, model, finish))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _classify(exc) from exc
 
     def _params(self, request: GenerationRequest) -> dict[str, Any]:

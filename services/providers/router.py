@@ -210,7 +210,7 @@ class Router:
                 outcome = listener(record)
                 if inspect.isawaitable(outcome):
                     await outcome
-            except Exception:  # noqa: BLE001 - a broken listener must not fail the call
+            except Exception:
                 log.exception("provider call listener failed")
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-
 from collections.abc import Callable
 
 from services.rag.store.ports import KeywordPort
@@ -48,7 +47,7 @@ class KeywordRefresher:
             self._waiting.pop(tenant, None)
         try:
             await asyncio.to_thread(self._keyword.refresh, tenant)
-        except Exception as exc:  # noqa: BLE001 - the next search or change retries
+        except Exception as exc:
             log.warning("keyword index refresh failed", exc_info=exc, extra={"fields": {"tenant": tenant}})
 
     async def drain(self) -> None:

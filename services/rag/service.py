@@ -13,33 +13,33 @@ import functools
 import grpc
 
 from docuthinker.rag.v1 import rag_service_pb2, rag_service_pb2_grpc
+from services.graph.client import GraphClient
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
 from services.rag.analysis.settings import AnalysisSettings
 from services.rag.analysis.setup import build_analysis
+from services.rag.answers import spans
 from services.rag.answers.settings import AnswerSettings
 from services.rag.answers.setup import build_answering, graph_related
 from services.rag.answers.vectors import CachedEncoder
+from services.rag.crew import CrewSettings
 from services.rag.graph_sync.feed import GraphFeed, mesh_feed
 from services.rag.graph_sync.link import GraphLink
-from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.graph_sync.port import GraphSync
+from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.ingest.embedding import TextEmbedder
 from services.rag.runtime import RagRuntime, metadata_path
-from services.rag.crew import CrewSettings
-from services.rag.answers import spans
 from services.rag.sentence_warmup import SentenceWarmer
 from services.rag.servicer import RagServicer
-from services.rag.viewing.span_boxes import span_locator
 from services.rag.settings import RagSettings
 from services.rag.sources.settings import SourcesSettings
 from services.rag.sources.setup import SourcesLink
+from services.rag.speech_setup import build_speech, warm_up
+from services.rag.spoken import SpokenQuestions
 from services.rag.versions.catalog import VersionCatalog
 from services.rag.versions.changes import ChangeQuestions
 from services.rag.versions.search import VersionedIndex, VersionedLookup
-from services.rag.speech_setup import build_speech, warm_up
-from services.rag.spoken import SpokenQuestions
-from services.graph.client import GraphClient
+from services.rag.viewing.span_boxes import span_locator
 from services.runtime import ChannelPool, MeshSettings, ServiceBinding
 from services.speech import SpeechSettings
 from services.speech.transcriber import WhisperTranscriber

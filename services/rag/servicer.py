@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+from google.api import httpbody_pb2
+
 from docuthinker.rag.v1 import rag_service_pb2 as pb
 from docuthinker.rag.v1 import rag_service_pb2_grpc as pb_grpc
-from google.api import httpbody_pb2
 from services.rag import messages, streamed_body
 from services.rag.agents.graph import AgentGraph
 from services.rag.analysis.pipeline import AnalysisPipeline
@@ -19,18 +20,18 @@ from services.rag.answers.answering import AnswerService
 from services.rag.answers.rpcs import AnswerRpcs
 from services.rag.catalog import DocumentCatalog
 from services.rag.crew import CrewRunner, DocumentInputs
-from services.rag.spoken import SpokenQuestions
-from services.rag.spoken_rpcs import SpokenRpcs
+from services.rag.documents import IngestOutcome
+from services.rag.ingest.formats import check_size, detect_type, sanitize_filename
+from services.rag.ingest.pipeline import IngestionPipeline
 from services.rag.sources.rpcs import SourceRpcs
 from services.rag.sources.service import SourceService
+from services.rag.spoken import SpokenQuestions
+from services.rag.spoken_rpcs import SpokenRpcs
 from services.rag.versions.catalog import VersionCatalog
 from services.rag.versions.changes import ChangeQuestions
 from services.rag.versions.rpcs import VersionRpcs
 from services.rag.viewing.rpcs import ViewingRpcs
 from services.rag.viewing.span_boxes import SpanLocator
-from services.rag.documents import IngestOutcome
-from services.rag.ingest.formats import check_size, detect_type, sanitize_filename
-from services.rag.ingest.pipeline import IngestionPipeline
 from services.runtime.errors import FieldViolation, InvalidArgument
 from services.runtime.request_context import current_tenant
 

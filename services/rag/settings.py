@@ -6,7 +6,6 @@ because Envoy enforces the same number on REST bodies; the data directory is the
 
 from __future__ import annotations
 
-
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TypeVar
 
 from docuthinker.rag.v1 import rag_service_pb2 as pb
-from services.rag.answers import messages as msg
 from services.rag import streamed_body
+from services.rag.answers import messages as msg
 from services.rag.spoken import SpokenAnswer, SpokenQuestions
 from services.runtime.request_context import current_tenant
 

@@ -14,7 +14,6 @@ from google.api import httpbody_pb2
 
 from services.runtime.errors import FieldViolation, InvalidArgument
 
-
 M = TypeVar("M")
 
 

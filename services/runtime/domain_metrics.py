@@ -98,7 +98,7 @@ class StateGauges(Collector):
         try:
             for values, value in self._read():
                 family.add_metric(list(values), float(value))
-        except Exception:  # noqa: BLE001 - a store that cannot answer must not break the scrape
+        except Exception:
             log.warning("metrics probe failed", exc_info=True, extra={"fields": {"metric": self._name}})
         yield family
 

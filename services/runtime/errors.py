@@ -8,8 +8,8 @@ which Envoy's transcoder renders as the JSON body of the HTTP error.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import grpc
 from google.protobuf import any_pb2

@@ -31,7 +31,7 @@ from google.protobuf import descriptor_pool, message_factory
 from grpc_status import rpc_status
 
 from services.runtime import metrics, request_context, request_validation, tracing
-from services.runtime.errors import DomainError, InvalidArgument, FieldViolation, status_from_exception
+from services.runtime.errors import DomainError, FieldViolation, InvalidArgument, status_from_exception
 
 log = logging.getLogger("docuthinker.rpc")
 

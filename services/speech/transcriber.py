@@ -10,8 +10,8 @@ runs first: a recording without speech is refused before any decoding work.
 from __future__ import annotations
 
 import logging
-import re
 import pathlib
+import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor

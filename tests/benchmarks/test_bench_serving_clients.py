@@ -12,10 +12,10 @@ import pytest
 from bench.serving_bench import goals
 from bench.serving_clients import EmptyReply, GrpcClient, inprocess
 from bench.synthetic_corpus import BasePool, CorpusWriter, synthetic_chunks
+from services.models.embedder import get_embedder
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
 from services.rag.answers.settings import AnswerSettings
-from services.models.embedder import get_embedder
 from services.rag.answers.setup import build_answering
 from services.rag.service import RagService
 from services.runtime import MeshSettings, create_server

@@ -265,7 +265,7 @@ def test_an_error_response_carries_a_trace_id_that_finds_its_trace(client, recei
 
 def test_domain_metrics_of_real_work_reach_prometheus(prometheus, client):
     """An upload (new, then again: a duplicate) and a question: ingestion, graph sync and answer metrics."""
-    ready, duplicate = ('docuthinker_documents_ingested_total{status="%s",file_type="text"}' % s
+    ready, duplicate = (f'docuthinker_documents_ingested_total{{status="{s}",file_type="text"}}'
                         for s in ("ready", "duplicate"))
     before = {q: scalar(prometheus, q) for q in (ready, duplicate)}
     text = f"Domain metrics check {os.urandom(4).hex()}: the Rhine flows through Basel and Cologne.\n".encode()

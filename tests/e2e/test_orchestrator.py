@@ -165,7 +165,7 @@ class FakeOpenAI:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's naming
+            def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 self.rfile.read(length)
                 outer.requests += 1

@@ -51,7 +51,7 @@ class Vendor:
 
     def __init__(self) -> None:
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's naming
+            def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 payload = json.dumps({
                     "id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()), "model": "gpt-4o-mini",

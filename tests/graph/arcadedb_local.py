@@ -14,7 +14,6 @@ import os
 import pathlib
 import secrets
 import signal
-
 import subprocess
 import sys
 import time
@@ -41,7 +40,7 @@ class LocalArcadeDb:
         self.root.mkdir(parents=True, exist_ok=True)
         self.http_port, self.bolt_port = free_port(), free_port()
         env = {**os.environ, "ARCADEDB_LOCAL_PASSWORD": self.password, "ARCADEDB_LOCAL_HEAP": self.heap}
-        log = open(self.root / "arcadedb.log", "ab")  # noqa: SIM115 - owned by the child
+        log = open(self.root / "arcadedb.log", "ab")
         self._proc = subprocess.Popen(
             spawn_argv([sys.executable, __file__, str(self.root), str(self.http_port), str(self.bolt_port)]),
             cwd=self.root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,

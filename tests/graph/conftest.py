@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 import pytest
 from pydantic import SecretStr
+from servicer_view import ServicerView
 
 from services.graph.client import DocumentUpsert
 from services.graph.knowledge_graph import KnowledgeGraph
 from services.graph.settings import GraphSettings, Neo4jSettings
 from services.graph.store import GraphStore
 from services.runtime import request_context
-from servicer_view import ServicerView
 
 BACKENDS = ["ladybug", "arcadedb", "arcadedb-shared"] + (["neo4j"] if os.environ.get("NEO4J_TEST_URI") else [])
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from servicer_view import ServicerView
 
 from services.graph.client import DocumentUpsert
 from services.graph.knowledge_graph import KnowledgeGraph
 from services.graph.settings import GraphSettings
 from services.graph.store import EntityMention, GraphStats
 from services.runtime.errors import DeadlineExceeded, FailedPrecondition, InvalidArgument, NotFound
-from servicer_view import ServicerView
 
 ALPHA = DocumentUpsert(
     "d1", "Alpha",

@@ -152,7 +152,7 @@ def test_cgroups_a_killed_launcher_left_are_removed_at_the_next_start():
     gone.wait()
     dead = MemoryCeiling(limit_mb=64)
     assert dead.available, dead.reason
-    dead._prefix = f"docuthinker-{gone.pid}"  # noqa: SLF001 - what that launcher named them
+    dead._prefix = f"docuthinker-{gone.pid}"
     left = [dead.prepare("rag"), dead.prepare("graph")]
     live = MemoryCeiling(limit_mb=64)
     mine = live.prepare("nlp")  # this launcher's own, in use

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from services.models.embedder import DIMENSION, get_embedder
-import pytest
 
 pytestmark = pytest.mark.models  # the real embedder / local model
 

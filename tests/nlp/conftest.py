@@ -13,6 +13,7 @@ from docuthinker.rag.v1 import rag_service_pb2_grpc as rag_grpc
 from services.nlp.settings import NlpSettings
 from services.nlp.spacy_pipeline import SpacyPipeline, get_pipeline
 from services.runtime import MeshSettings
+
 from .fakes import FakeRag, NoProviders
 from .server import serve_nlp
 

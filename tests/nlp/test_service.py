@@ -170,11 +170,9 @@ async def test_a_document_without_text_is_a_failed_precondition(nlp_server):
 
 async def test_rag_down_is_unavailable():
     from services.nlp.sources import RagDocumentTexts
-    from services.runtime import MeshSettings
-    from services.runtime.errors import Unavailable
-
     from services.rag.client import RagClient
-    from services.runtime import ChannelPool
+    from services.runtime import ChannelPool, MeshSettings
+    from services.runtime.errors import Unavailable
 
     channels = ChannelPool(MeshSettings(rag_port=1, downstream_timeout_s=2))  # nobody listens on port 1
     documents = RagDocumentTexts(RagClient(channels))

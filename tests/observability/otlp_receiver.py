@@ -41,7 +41,7 @@ class OtlpReceiver(trace_service_pb2_grpc.TraceServiceServicer):
     def endpoint(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def Export(self, request, context):  # noqa: N802 - the generated interface's name
+    def Export(self, request, context):
         received = []
         for resource_spans in request.resource_spans:
             attrs = {a.key: _value(a.value) for a in resource_spans.resource.attributes}

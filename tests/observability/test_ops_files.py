@@ -13,7 +13,7 @@ import pytest
 import yaml
 from prometheus_client import REGISTRY
 
-import services.runtime.domain_metrics  # noqa: F401  (registers the domain metrics)
+import services.runtime.domain_metrics
 import services.runtime.metrics  # noqa: F401
 from services.launcher.mesh import Mesh
 from services.launcher.prometheus import scrape_config

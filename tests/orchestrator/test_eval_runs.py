@@ -13,7 +13,14 @@ import pytest
 from services.orchestrator.evals.compare import compare
 from services.orchestrator.evals.export import export
 from services.orchestrator.evals.records import (
-    AGENT, CANCELLED, FAILED, INTERRUPTED, RUNNING, SUCCEEDED, CitedSpan, RunSettings,
+    AGENT,
+    CANCELLED,
+    FAILED,
+    INTERRUPTED,
+    RUNNING,
+    SUCCEEDED,
+    CitedSpan,
+    RunSettings,
 )
 from services.orchestrator.evals.runner import EngineAnswer, EvalRunner
 from services.orchestrator.evals.sets import parse_set

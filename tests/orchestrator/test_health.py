@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-
 from services.orchestrator.health import NOT_ROUTED, GatewayView, HealthProbe
 from services.runtime.config import MeshSettings
 
@@ -26,7 +25,7 @@ def _stats_listener(text: str) -> Iterator[str]:
     """Envoy's stats listener: ``/stats/prometheus`` with the given body (the filter applied by Envoy)."""
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's naming
+        def do_GET(self):
             assert self.path.startswith("/stats/prometheus?filter=")
             body = text.encode()
             self.send_response(200)

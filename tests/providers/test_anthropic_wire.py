@@ -6,6 +6,9 @@ import json
 import time
 
 import pytest
+from payloads import ANTHROPIC_MODEL, HUNG_S
+from payloads import anthropic_message as message
+from payloads import anthropic_stream as stream_events
 
 from services.providers.anthropic_provider import AnthropicProvider
 from services.providers.base import (
@@ -18,10 +21,6 @@ from services.providers.base import (
     ToolUseBlock,
 )
 from services.providers.pricing import load_price_table
-
-from payloads import ANTHROPIC_MODEL, HUNG_S
-from payloads import anthropic_message as message
-from payloads import anthropic_stream as stream_events
 
 MODEL = ANTHROPIC_MODEL
 SEARCH = ToolSpec(

@@ -11,16 +11,15 @@ import pytest
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
-from crewai import Agent, Crew, Process, Task  # noqa: E402
+from crewai import Agent, Crew, Process, Task
+from payloads import anthropic_error, anthropic_message, anthropic_usage
 
-from services.providers.anthropic_provider import AnthropicProvider  # noqa: E402
-from services.providers.crewai_llm import LLMCallFailed, RouterLLM  # noqa: E402
-from services.providers.pricing import load_price_table  # noqa: E402
-from services.providers.router import Router  # noqa: E402
-from services.providers.settings import ProviderSettings  # noqa: E402
-from services.runtime import request_context  # noqa: E402
-
-from payloads import anthropic_error, anthropic_message, anthropic_usage  # noqa: E402
+from services.providers.anthropic_provider import AnthropicProvider
+from services.providers.crewai_llm import LLMCallFailed, RouterLLM
+from services.providers.pricing import load_price_table
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
+from services.runtime import request_context
 
 KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY")
 

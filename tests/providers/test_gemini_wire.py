@@ -6,6 +6,10 @@ import json
 import time
 
 import pytest
+from payloads import GEMINI_MODEL, HUNG_S
+from payloads import gemini_error as error
+from payloads import gemini_response as response
+from payloads import gemini_usage as usage
 
 from services.providers.base import (
     GenerationRequest,
@@ -18,11 +22,6 @@ from services.providers.base import (
 )
 from services.providers.gemini_provider import GeminiProvider
 from services.providers.pricing import load_price_table
-
-from payloads import HUNG_S, GEMINI_MODEL
-from payloads import gemini_error as error
-from payloads import gemini_response as response
-from payloads import gemini_usage as usage
 
 MODEL = GEMINI_MODEL
 SEARCH = ToolSpec(

@@ -6,6 +6,10 @@ import json
 import time
 
 import pytest
+from payloads import HUNG_S, OPENAI_MODEL
+from payloads import openai_chunk as chunk
+from payloads import openai_completion as completion
+from payloads import openai_usage as usage
 
 from services.providers.base import (
     GenerationRequest,
@@ -18,11 +22,6 @@ from services.providers.base import (
 )
 from services.providers.openai_provider import OpenAIProvider
 from services.providers.pricing import load_price_table
-
-from payloads import HUNG_S, OPENAI_MODEL
-from payloads import openai_chunk as chunk
-from payloads import openai_completion as completion
-from payloads import openai_usage as usage
 
 MODEL = OPENAI_MODEL
 SEARCH = ToolSpec(

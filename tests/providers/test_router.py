@@ -8,19 +8,6 @@ import time
 
 import grpc
 import pytest
-
-from services.providers.anthropic_provider import AnthropicProvider
-from services.providers.base import GenerationRequest, Message, TextBlock
-from services.providers.call_stats import CallRecord
-from services.providers.errors import NoProviderAvailable
-from services.providers.gemini_provider import GeminiProvider
-from services.providers.openai_provider import OpenAIProvider
-from services.providers.pricing import load_price_table
-from services.providers.router import Router
-from services.providers.settings import ProviderSettings
-from services.runtime import request_context
-from services.runtime.errors import DeadlineExceeded, FailedPrecondition, ResourceExhausted, Unavailable
-
 from payloads import (
     HUNG_S,
     anthropic_error,
@@ -33,6 +20,18 @@ from payloads import (
     openai_completion,
     openai_usage,
 )
+
+from services.providers.anthropic_provider import AnthropicProvider
+from services.providers.base import GenerationRequest, Message, TextBlock
+from services.providers.call_stats import CallRecord
+from services.providers.errors import NoProviderAvailable
+from services.providers.gemini_provider import GeminiProvider
+from services.providers.openai_provider import OpenAIProvider
+from services.providers.pricing import load_price_table
+from services.providers.router import Router
+from services.providers.settings import ProviderSettings
+from services.runtime import request_context
+from services.runtime.errors import DeadlineExceeded, FailedPrecondition, ResourceExhausted, Unavailable
 
 KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY")
 QUESTION = GenerationRequest(messages=[Message("user", "What changed?")], max_tokens=64)

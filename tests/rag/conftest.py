@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+
 import pytest
 
 from services.rag.runtime import RagRuntime

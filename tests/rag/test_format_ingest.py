@@ -8,7 +8,7 @@ import pytest
 from services.rag.documents import DocumentStatus, IngestOutcome
 
 from .probes import collect
-from .test_more_formats import RTF, make_eml, make_epub, make_odt, make_ods, make_pptx, make_xls
+from .test_more_formats import RTF, make_eml, make_epub, make_ods, make_odt, make_pptx, make_xls
 from .test_structure import _leader_table_pdf
 
 

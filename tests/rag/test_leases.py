@@ -11,8 +11,16 @@ import time
 
 import pytest
 
-from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Provenance, Section
-from services.rag.documents import chunk_id_for, document_id_for
+from services.rag.documents import (
+    Chunk,
+    DocumentRecord,
+    DocumentStatus,
+    GraphSyncState,
+    Provenance,
+    Section,
+    chunk_id_for,
+    document_id_for,
+)
 from services.rag.store.leases import LeaseLost
 from services.rag.store.metadata import MetadataStore
 from services.runtime.errors import Aborted

@@ -15,6 +15,7 @@ import pytest
 from services.rag.ingest.formats import FileType
 from services.rag.ingest.parsers import ParseLimits, parse
 from services.runtime.errors import DomainError
+
 from .factories import (
     make_docx,
     make_pdf,

@@ -10,8 +10,8 @@ import threading
 import grpc
 import pytest
 
-from services.rag.ingest import preparation
 from services.rag.documents import DocumentStatus, IngestOutcome, IngestProgress, IngestStage, document_id_for
+from services.rag.ingest import preparation
 from services.runtime.errors import DomainError
 
 from .factories import make_pdf, make_scanned_pdf

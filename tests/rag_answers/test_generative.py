@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from services.models.embedder import get_embedder
 from services.providers.base import GenerationResult, TextBlock, Usage
 from services.providers.errors import NoProviderAvailable
 from services.rag.answers.answering import AnswerService
@@ -12,7 +13,6 @@ from services.rag.answers.generative import SYSTEM_PROMPT, GenerativeAnswerer, b
 from services.rag.answers.model import REFUSAL, SupportStatus
 from services.rag.answers.support import SupportChecker
 from services.rag.retrieval import HybridRetriever, RetrievedChunk
-from services.models.embedder import get_embedder
 
 from .fakes import FakeIndex, make_chunk
 

@@ -4,8 +4,8 @@ an in-memory index (a fake at the index port)."""
 from __future__ import annotations
 
 import pytest
-
 from rag_answers.fakes import FakeIndex, make_chunk
+
 from services.models.embedder import get_embedder
 from services.rag.analysis.answers import RagAnswers, is_broad
 from services.rag.answers.answering import AnswerService

@@ -21,8 +21,8 @@ from services.rag.analysis.pipeline import AnalysisPipeline, NodeEvent
 from services.rag.analysis.settings import AnalysisSettings
 from services.rag.analysis.setup import build_analysis
 from services.rag.answers.answering import AnswerService
-from services.rag.answers.settings import AnswerSettings
 from services.rag.answers.model import Citation, GroundedAnswer, SupportStatus
+from services.rag.answers.settings import AnswerSettings
 from services.rag.crew import CrewResult, CrewSettings, CrewTaskResult, DocumentInputs, Topic
 from services.rag.crew.grounding import Verdict
 from services.rag.documents import DocumentRecord, DocumentStatus, DocumentText, GraphSyncState, IngestOutcome, Section

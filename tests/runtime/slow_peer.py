@@ -9,7 +9,6 @@ import sys
 
 from docuthinker.nlp.v1 import nlp_service_pb2 as pb
 from docuthinker.nlp.v1 import nlp_service_pb2_grpc as pb_grpc
-
 from services.runtime import MeshSettings, ServiceBinding, create_server
 
 

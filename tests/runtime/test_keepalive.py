@@ -13,9 +13,9 @@ import time
 
 import grpc
 import pytest
+
 from docuthinker.nlp.v1 import nlp_service_pb2 as pb
 from docuthinker.nlp.v1 import nlp_service_pb2_grpc as pb_grpc
-
 from services.runtime import MeshSettings, open_channel
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from docuthinker.nlp.v1 import nlp_service_pb2 as pb
-from docuthinker.nlp.v1 import nlp_service_pb2_grpc as pb_grpc
-from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from docuthinker.nlp.v1 import nlp_service_pb2 as pb
+from docuthinker.nlp.v1 import nlp_service_pb2_grpc as pb_grpc
+from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
 from services.runtime import MeshSettings, ServiceBinding, create_server
 from services.runtime.errors import InvalidArgument
 from services.runtime.request_validation import check_request, unknown_enum_values

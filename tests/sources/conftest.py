@@ -18,8 +18,8 @@ from services.rag.sources.service import SourceDraft, SourceService, SourceView
 from services.rag.sources.settings import SourcesSettings
 from services.rag.sources.store import SqliteSourceStore
 from services.storage.settings import StorageSettings
-
 from tests.rag.fakes import HashEmbedder
+
 from .servers import Dovecot
 
 TENANT = "acme"

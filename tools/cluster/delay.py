@@ -46,7 +46,7 @@ async def _serve(listen: str, to: str, forward_s: float, back_s: float) -> None:
         try:
             upstream_reader, upstream_writer = await asyncio.wait_for(
                 asyncio.open_connection(target_host, int(target_port)), 5)
-        except (OSError, asyncio.TimeoutError):
+        except (TimeoutError, OSError):
             client_writer.close()
             return
         await asyncio.gather(_pump(client_reader, upstream_writer, forward_s),

@@ -17,8 +17,17 @@ from typing import Any
 import httpx
 
 from tools.cluster import mesh, net
-from tools.cluster.state import (FAILED, READY, STATUS_NAMES, container, documents, envoy_stat, ledger,
-                                 rag_members_healthy, wait_for)
+from tools.cluster.state import (
+    FAILED,
+    READY,
+    STATUS_NAMES,
+    container,
+    documents,
+    envoy_stat,
+    ledger,
+    rag_members_healthy,
+    wait_for,
+)
 from tools.cluster.traffic import client, percentiles, search, search_load, seed, text, upload
 
 

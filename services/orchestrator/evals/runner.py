@@ -25,13 +25,26 @@ from typing import Any, Protocol
 
 from services.orchestrator.evals.matching import Cited, Reply, judge
 from services.orchestrator.evals.records import (
-    CANCELLED, FAILED, INTERRUPTED, MODES, SUCCEEDED, CitedSpan, EvalRun, ItemResult, RunSettings,
+    CANCELLED,
+    FAILED,
+    INTERRUPTED,
+    MODES,
+    SUCCEEDED,
+    CitedSpan,
+    EvalRun,
+    ItemResult,
+    RunSettings,
 )
 from services.orchestrator.evals.sets import EvalItem
 from services.orchestrator.evals.store import EvalStore
 from services.runtime import request_context
 from services.runtime.errors import (
-    DomainError, FieldViolation, InvalidArgument, NotFound, PermissionDenied, Unauthenticated,
+    DomainError,
+    FieldViolation,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
 )
 from services.storage.replica import replica_id
 
@@ -172,7 +185,7 @@ class EvalRunner:
         except _RunLost:
             log.warning("evaluation run lost to another orchestrator", extra={"fields": {"run_id": run.id}})
             return
-        except Exception as exc:  # noqa: BLE001 - a bug must end the run, not leave it running
+        except Exception as exc:
             log.exception("evaluation run failed", extra={"fields": {"run_id": run.id}})
             state, error = FAILED, f"internal error: {type(exc).__name__}"
         finally:
@@ -189,7 +202,7 @@ class EvalRunner:
             await asyncio.sleep(self.lease_s / 3)
             try:
                 held, cancelled = self._store.renew(tenant, run_id, self.owner, self.lease_s)
-            except Exception:  # noqa: BLE001 - the next renewal tries again; the lease holds lease_s meanwhile
+            except Exception:
                 log.warning("evaluation lease renewal failed", exc_info=True, extra={"fields": {"run_id": run_id}})
                 continue
             if (cancelled or not held) and job is not None:
@@ -204,7 +217,7 @@ class EvalRunner:
                                                 self.item_timeout_s)
             except _RUN_FATAL as exc:
                 raise _RunFailed(f"the answer engine refused the run's request: {exc}") from exc
-            except (DomainError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, DomainError) as exc:
                 seconds = time.perf_counter() - started
                 reason = f"timed out after {self.item_timeout_s:g} s" if isinstance(exc, asyncio.TimeoutError) \
                     else f"{exc.code.name}: {exc}"

@@ -22,7 +22,13 @@ from typing import Any
 from services.orchestrator.database import SqlDatabase
 from services.orchestrator.evals import totals as scoring
 from services.orchestrator.evals.records import (
-    INTERRUPTED, RUNNING, SUCCEEDED, EvalRun, EvalSet, ItemResult, RunSettings,
+    INTERRUPTED,
+    RUNNING,
+    SUCCEEDED,
+    EvalRun,
+    EvalSet,
+    ItemResult,
+    RunSettings,
 )
 from services.orchestrator.evals.sets import EvalItem, ParsedSet
 from services.runtime.errors import FailedPrecondition, NotFound, ResourceExhausted
@@ -165,9 +171,9 @@ class EvalStore:
     def list_runs(self, tenant: str, set_id: str, limit: int, offset: int = 0) -> tuple[list[EvalRun], int]:
         """The tenant's runs (of one set, or of all when ``set_id`` is empty), newest first, and how many."""
         where, params = ("tenant = ? AND set_id = ?", [tenant, set_id]) if set_id else ("tenant = ?", [tenant])
-        rows = self._db.query(f"SELECT * FROM eval_runs WHERE {where} ORDER BY created_at DESC, id"  # noqa: S608
+        rows = self._db.query(f"SELECT * FROM eval_runs WHERE {where} ORDER BY created_at DESC, id"
                               " LIMIT ? OFFSET ?", [*params, limit, offset])
-        total = self._db.one(f"SELECT COUNT(*) AS n FROM eval_runs WHERE {where}", params)  # noqa: S608
+        total = self._db.one(f"SELECT COUNT(*) AS n FROM eval_runs WHERE {where}", params)
         return [_run(r) for r in rows], int(total["n"]) if total else 0
 
     def delete_run(self, tenant: str, run_id: str) -> None:

@@ -26,7 +26,7 @@ def register(tool: Register, mesh: MeshGateway) -> None:
         path: Annotated[str, Field(description="A local CSV or JSON file of questions (or give content)")] = "",
         content: Annotated[str, Field(description="The set's text, CSV or JSON (or give path)")] = "",
         name: Annotated[str, Field(description="A name for the set (default: the file's name)")] = "",
-        format: Annotated[str, Field(description='"csv" or "json" (default: from the file name or the text)')] = "",  # noqa: A002
+        format: Annotated[str, Field(description='"csv" or "json" (default: from the file name or the text)')] = "",
     ) -> dict[str, Any]:
         """Upload an evaluation set (questions with accepted answers, CSV or JSON, see docs/evaluation.md): give a
         local file path or the file's text. A malformed set is refused with its row numbers."""
@@ -46,7 +46,7 @@ def register(tool: Register, mesh: MeshGateway) -> None:
         return {"sets": sets.get("eval_sets", []), "recent_runs": runs.get("runs", [])}
 
     @tool
-    async def eval_run(  # noqa: N803 - MCP argument names are camelCase like the other tools'
+    async def eval_run(
         setId: Annotated[str, Field(description="The evaluation set to run (eval_sets lists them)")],
         documentIds: Annotated[list[str] | None, Field(description="Only these documents (default: the library)")] = None,
         topK: Annotated[int, Field(description="Chunks of evidence per question (0: the engine's default)")] = 0,
@@ -68,7 +68,7 @@ def register(tool: Register, mesh: MeshGateway) -> None:
         return run
 
     @tool
-    async def eval_run_status(  # noqa: N803
+    async def eval_run_status(
         runId: Annotated[str, Field(description="The run to read")],
         items: Annotated[bool, Field(description="Include every question's answer and score")] = False,
         cancel: Annotated[bool, Field(description="Cancel the run first (the questions done are kept)")] = False,
@@ -84,7 +84,7 @@ def register(tool: Register, mesh: MeshGateway) -> None:
         return run
 
     @tool
-    async def eval_runs_compare(  # noqa: N803
+    async def eval_runs_compare(
         baseRunId: Annotated[str, Field(description="The run compared against")],
         candidateRunId: Annotated[str, Field(description="The run compared")],
     ) -> dict[str, Any]:

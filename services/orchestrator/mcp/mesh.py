@@ -18,12 +18,12 @@ from typing import Any
 from services.graph.client import DocumentUpsert, GraphClient
 from services.nlp.client import NlpClient
 from services.orchestrator.client import OrchestratorClient
+from services.orchestrator.mcp import documents
 from services.rag.client import RagClient
 from services.runtime import request_context
 from services.runtime.clients import ChannelPool
 from services.runtime.config import MeshSettings
 from services.runtime.errors import InvalidArgument
-from services.orchestrator.mcp import documents
 
 LONG_CALL_S = 300.0
 
@@ -153,5 +153,5 @@ class MeshGateway:
         from google.protobuf import json_format
 
         with self._as_tenant():
-            reply = await self._orchestrator._unary(method, request, timeout=LONG_CALL_S)  # noqa: SLF001
+            reply = await self._orchestrator._unary(method, request, timeout=LONG_CALL_S)
         return json_format.MessageToDict(reply, preserving_proto_field_name=True)

@@ -20,17 +20,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-import logging
 import functools
+import logging
 import pathlib
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import grpc
 from mcp.server.fastmcp import FastMCP
-from pydantic import Field
-
 from mcp.server.fastmcp.exceptions import ToolError
+from pydantic import Field
 
 from services.orchestrator.mcp import documents, evals
 from services.orchestrator.mcp.mesh import MeshGateway
@@ -56,7 +55,7 @@ DocumentRef = Annotated[str, Field(description="A stored document: its id, the f
                                                " file name (see list_documents); or use text")]
 
 
-def build_server(mesh: MeshGateway) -> FastMCP:
+def build_server(mesh: MeshGateway) -> FastMCP:  # noqa: C901 - one tool after another, each its own small closure
     server = FastMCP("docuthinker", instructions="Document intelligence over the DocuThinker mesh.")
 
     def tool() -> Callable[[Callable[..., Awaitable[Any]]], Any]:
@@ -79,27 +78,27 @@ def build_server(mesh: MeshGateway) -> FastMCP:
 
     # -- the seed orchestrator's thirteen ---------------------------------------------------
     @tool()
-    async def document_summarize(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+    async def document_summarize(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:
         """Summarise a document in prose: a stored one (documentId) or the text given."""
         return await mesh.summarize(text, document=documentId)
 
     @tool()
-    async def document_key_ideas(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+    async def document_key_ideas(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:
         """The three to seven key ideas of a document (stored, or the text given)."""
         return await mesh.nlp("key_ideas", text, documentId)
 
     @tool()
-    async def document_sentiment(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+    async def document_sentiment(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:
         """Sentiment of a document (stored, or the text given), overall and per sentence."""
         return await mesh.nlp("sentiment", text, documentId)
 
     @tool()
-    async def document_discussion_points(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+    async def document_discussion_points(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:
         """Questions worth discussing about a document (stored, or the text given)."""
         return await mesh.nlp("discussion_points", text, documentId)
 
     @tool()
-    async def document_analytics(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+    async def document_analytics(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:
         """Counts, reading time, readability and keywords of a document (stored, or the text given)."""
         try:
             return await mesh.nlp("analytics", text, documentId)
@@ -110,25 +109,25 @@ def build_server(mesh: MeshGateway) -> FastMCP:
             return {**document_statistics(text), "computed": "locally (NLP service unreachable)"}
 
     @tool()
-    async def document_bullet_summary(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+    async def document_bullet_summary(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:
         """Bullet-point summary of a document (stored, or the text given)."""
         return await mesh.summarize(text, bullets=True, document=documentId)
 
     @tool()
     async def document_rewrite(
         style: Annotated[str, Field(description='How to rewrite, e.g. "formal" or "plain English for a ten-year-old"')],
-        text: Text = "", documentId: DocumentRef = "",  # noqa: N803
+        text: Text = "", documentId: DocumentRef = "",
     ) -> dict[str, Any]:
         """Rewrite a text (or a stored document) in a style."""
         return await mesh.nlp("rewrite", text, documentId, style=style)
 
     @tool()
-    async def document_recommendations(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:  # noqa: N803
+    async def document_recommendations(text: Text = "", documentId: DocumentRef = "") -> dict[str, Any]:
         """Actionable recommendations with rationale and priority, from a document (stored, or the text given)."""
         return await mesh.nlp("recommendations", text, documentId)
 
     @tool()
-    async def document_chat(  # noqa: N803 - seed names
+    async def document_chat(
         message: Annotated[str, Field(description="Your question or message")],
         documentText: Annotated[str, Field(description="A document's text to talk about (or use documentId)")] = "",
         documentId: DocumentRef = "",
@@ -149,7 +148,7 @@ def build_server(mesh: MeshGateway) -> FastMCP:
         return await mesh.costs(period)
 
     @tool()
-    async def rag_query(  # noqa: N803 - seed name
+    async def rag_query(
         query: Annotated[str, Field(description="The question")],
         topK: Annotated[int, Field(description="Passages of evidence to read (1-50)", ge=1, le=50)] = 5,
     ) -> dict[str, Any]:
@@ -157,7 +156,7 @@ def build_server(mesh: MeshGateway) -> FastMCP:
         return await mesh.query(query, topK)
 
     @tool()
-    async def voice_question(  # noqa: N803 - camelCase like the seed's tools
+    async def voice_question(
         audioPath: Annotated[str, Field(description="A recording on this machine (or use audioBase64)")] = "",
         audioBase64: Annotated[str, Field(description="The recording's bytes, base64")] = "",
         documentIds: Annotated[list[str] | None, Field(description="Only these stored documents (ids)")] = None,
@@ -186,7 +185,7 @@ def build_server(mesh: MeshGateway) -> FastMCP:
         return await mesh.brief(document, question, translate_lang)
 
     @tool()
-    async def semantic_document_search(  # noqa: N803
+    async def semantic_document_search(
         query: Annotated[str, Field(description="What to look for")],
         document: Annotated[str, Field(description="A document's text (stored first; identical text is stored"
                                                    " once), or use documentId")] = "",
@@ -199,7 +198,7 @@ def build_server(mesh: MeshGateway) -> FastMCP:
         return await mesh.search_in(document, query)
 
     @tool()
-    async def quick_topics(  # noqa: N803
+    async def quick_topics(
         document: Annotated[str, Field(description="A document's text (or use documentId)")] = "",
         documentId: DocumentRef = "",
     ) -> dict[str, Any]:

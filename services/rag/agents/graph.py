@@ -135,7 +135,7 @@ class AgentGraph:
             known = {h.chunk.chunk_id for h in evidence[part]}
             evidence[part] += [h for h in hits if h.chunk.chunk_id not in known]
         total = len({h.chunk.chunk_id for e in evidence for h in e})
-        what = "Re-retrieved (k=%d, reformulated)" % k if retry else "Retrieved"
+        what = f"Re-retrieved (k={k}, reformulated)" if retry else "Retrieved"
         return {"evidence": evidence, "pending": [], "k": k}, f"{what}: {total} relevant chunks in total."
 
     async def _reason(self, state: AgentState) -> tuple[dict, str]:

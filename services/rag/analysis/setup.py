@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from services.nlp.client import NlpClient
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
 from services.rag.analysis.answers import RagAnswers
-from services.nlp.client import NlpClient
 from services.rag.analysis.nlp import NlpPort
 from services.rag.analysis.pipeline import AnalysisPipeline
 from services.rag.analysis.settings import AnalysisSettings

@@ -20,9 +20,9 @@ from typing import Protocol
 from services.providers.errors import NoProviderAvailable
 from services.rag.answers.extractive import ExtractiveAnswerer
 from services.rag.answers.generative import GenerativeAnswerer
-from services.rag.questions import split_question
 from services.rag.answers.injection import assess_question
 from services.rag.answers.model import Citation, GroundedAnswer
+from services.rag.questions import split_question
 from services.rag.retrieval import FusionMethod, HybridRetriever, RetrievedChunk
 from services.runtime import domain_metrics, tracing
 from services.runtime.errors import FieldViolation, InvalidArgument, NotFound

@@ -26,7 +26,16 @@ from typing import Protocol
 
 from services.providers.base import GenerationRequest, GenerationResult, Message
 from services.rag.answers.injection import fence
-from services.rag.answers.model import REFUSAL, AnswerSentence, Citation, Engine, GroundedAnswer, SupportStatus, Usage, with_marker
+from services.rag.answers.model import (
+    REFUSAL,
+    AnswerSentence,
+    Citation,
+    Engine,
+    GroundedAnswer,
+    SupportStatus,
+    Usage,
+    with_marker,
+)
 from services.rag.answers.sentences import split_sentences
 from services.rag.answers.support import SupportChecker, answer_status, confidence_note
 from services.rag.retrieval import RetrievedChunk

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from docuthinker.rag.v1 import rag_service_pb2 as pb
-from services.rag.answers import messages as msg
 from services.rag.agents.graph import AgentGraph, AgentResult
+from services.rag.answers import messages as msg
 from services.rag.answers.answering import AnswerDelta, AnswerDone, AnswerService, CitationEvent, RetrievalEvent
 from services.rag.retrieval import FusionMethod
 from services.runtime.errors import FieldViolation, InvalidArgument

@@ -5,17 +5,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from services.graph.client import GraphApi
+from services.providers.router import Router
 from services.rag.agents.graph import AgentGraph
 from services.rag.agents.planner import Planner
-from services.rag.answers.settings import AnswerSettings
 from services.rag.answers.answering import AnswerService, DocumentLookup
 from services.rag.answers.extractive import ExtractiveAnswerer, ExtractiveConfig
 from services.rag.answers.generative import GenerativeAnswerer
+from services.rag.answers.settings import AnswerSettings
 from services.rag.answers.support import SupportChecker
 from services.rag.answers.vectors import CachedEncoder
 from services.rag.retrieval import ChunkIndex, HybridRetriever, QueryEncoder, RelatedDocuments
-from services.graph.client import GraphApi
-from services.providers.router import Router
 from services.runtime.errors import DomainError
 
 log = logging.getLogger("docuthinker.rag.answers")

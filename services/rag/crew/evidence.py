@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from services.rag.retrieval import RetrievedChunk
 from services.nlp.client import Topic
+from services.rag.retrieval import RetrievedChunk
 
 
 @dataclass(frozen=True)

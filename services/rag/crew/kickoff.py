@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, cast
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")  # no phoning home from an offline service
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
-from crewai import Agent, Crew, Process, Task  # noqa: E402
+from crewai import Agent, Crew, Process, Task
 
-from services.providers.crewai_llm import LLMCallFailed, RouterLLM  # noqa: E402
-from services.rag.crew.plan import AgentRun, CrewPlan  # noqa: E402
-from services.rag.crew.tidy import EMPTY_ANSWER  # noqa: E402
-from services.rag.crew.tools import tools_for  # noqa: E402
+from services.providers.crewai_llm import LLMCallFailed, RouterLLM
+from services.rag.crew.plan import AgentRun, CrewPlan
+from services.rag.crew.tidy import EMPTY_ANSWER
+from services.rag.crew.tools import tools_for
 
 if TYPE_CHECKING:
     from crewai.agents.agent_builder.base_agent import BaseAgent

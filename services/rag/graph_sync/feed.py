@@ -23,9 +23,9 @@ from typing import Any, Protocol
 from services.graph.client import GraphClient
 from services.graph.entity_resolution import entity_key, topic_key
 from services.graph.upsert_batching import MAX_NAME_CHARS
+from services.nlp.client import NlpClient
 from services.rag.documents import DocumentRecord, Section
 from services.rag.graph_sync.entity_filter import clean_entities
-from services.nlp.client import NlpClient
 from services.rag.graph_sync.settings import GraphSyncSettings
 from services.runtime import ChannelPool, request_context
 from services.runtime.errors import DomainError

@@ -121,7 +121,7 @@ class GraphSyncWorker:
                 await self._sleep_until_due()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - the worker must outlive a bad moment of its own store
+            except Exception:
                 log.exception("graph sync worker loop failed; retrying")
                 await asyncio.sleep(self._poll_s)
 
@@ -172,7 +172,7 @@ class GraphSyncWorker:
             self._peer_outage = False
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - recorded on the entry, retried later
+        except Exception as exc:
             domain_metrics.GRAPH_SYNC.labels(entry.operation.value, "retry").inc()
             delay = self._retry.delay_s(entry.attempts + 1)
             self._peer_outage = isinstance(exc, Unavailable | DeadlineExceeded)

@@ -14,7 +14,6 @@ from enum import StrEnum
 
 from services.runtime.errors import FieldViolation, InvalidArgument
 
-
 # Recordings: extension -> stored content type (the declared type is kept when it is one of these).
 AUDIO_TYPES = {
     ".wav": "audio/wav", ".mp3": "audio/mpeg", ".m4a": "audio/mp4", ".aac": "audio/aac", ".ogg": "audio/ogg",

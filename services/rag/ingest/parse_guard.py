@@ -29,6 +29,6 @@ def parse_or_refuse(data: bytes, file_type: FileType, limits: ParseLimits, docum
         raise corrupt(file_type, "it is nested too deeply") from exc
     except MemoryError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a parser library choking on malformed input
+    except Exception as exc:
         log.warning("parser failed", exc_info=exc, extra={"fields": {"document_id": document_id}})
         raise corrupt(file_type, f"the {file_type.value} parser could not read it ({type(exc).__name__})") from exc

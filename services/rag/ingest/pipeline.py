@@ -105,7 +105,7 @@ class IngestionPipeline(DocumentIngestion):
         while True:
             try:
                 await self.resume_unfinished(enabled)
-            except Exception:  # noqa: BLE001 - the next sweep tries again
+            except Exception:
                 log.exception("ingestion sweep failed")
             await asyncio.sleep(interval_s)
 

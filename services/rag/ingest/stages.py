@@ -187,7 +187,7 @@ class DocumentIngestion:
             return
         try:
             synced = await self._graph_sync.sync(record, parsed.sections)
-        except Exception as exc:  # noqa: BLE001 - the document is ready; the graph can catch up later
+        except Exception as exc:
             log.warning("graph sync failed", exc_info=exc, extra={"fields": {"document_id": record.document_id}})
             synced = False
         if synced:

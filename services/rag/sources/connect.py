@@ -13,8 +13,15 @@ from services.rag.sources.connectors.folder import FolderConnector
 from services.rag.sources.connectors.git import GitConnector
 from services.rag.sources.connectors.imap import ImapConnector
 from services.rag.sources.connectors.webdav import WebDavConnector
-from services.rag.sources.model import FolderConfig, GitConfig, ImapConfig, SourceKind, SourceRecord, SourceRefused, \
-    WebDavConfig
+from services.rag.sources.model import (
+    FolderConfig,
+    GitConfig,
+    ImapConfig,
+    SourceKind,
+    SourceRecord,
+    SourceRefused,
+    WebDavConfig,
+)
 from services.rag.sources.secrets import CredentialBox, SealedCredentialError
 from services.rag.sources.settings import SourcesSettings
 

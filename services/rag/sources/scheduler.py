@@ -59,7 +59,7 @@ class SourceScheduler:
                 await self._start_due()
                 if tick % WATCH_REFRESH_TICKS == 0 or woken:
                     await self._refresh_watchers()
-            except Exception:  # noqa: BLE001 - a database blip: the next tick tries again
+            except Exception:
                 log.exception("source scheduling failed")
             tick += 1
             woken = False
@@ -96,7 +96,7 @@ class SourceScheduler:
                 await self._engine.sync(source, connector, lease)
         except asyncio.CancelledError:
             raise
-        except Exception:  # noqa: BLE001 - one source's crash never stops the scheduler
+        except Exception:
             log.exception("source sync crashed", extra={"fields": {"source_id": source.source_id}})
 
     # -- folder watches ------------------------------------------------------------------------

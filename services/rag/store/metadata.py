@@ -26,11 +26,8 @@ import time
 from collections.abc import Iterable, Sequence
 
 from services.rag.documents import Chunk, DocumentRecord, DocumentStatus, GraphSyncState, Section
-from services.storage.replica import replica_id
 from services.rag.store import timecodes
 from services.rag.store.leases import LeaseLost
-from services.rag.store.sqlite_leases import CLAIMABLE, SqliteLeases
-from services.rag.store.sqlite_versions import SqliteVersions, add_columns
 from services.rag.store.rows import (
     CHUNK_COLUMNS,
     CHUNK_INSERT_COLUMNS,
@@ -48,6 +45,10 @@ from services.rag.store.rows import (
     placeholders,
     record_from_row,
 )
+from services.rag.store.sqlite_leases import CLAIMABLE, SqliteLeases
+from services.rag.store.sqlite_versions import SqliteVersions, add_columns
+from services.storage.replica import replica_id
+
 
 class MetadataStore(SqliteLeases, SqliteVersions):
     """Thread-safe: one connection, one lock; callers on the event loop use ``asyncio.to_thread``."""

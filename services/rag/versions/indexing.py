@@ -9,6 +9,7 @@ chunk ids instead of being computed again.
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 import numpy as np
 
 from services.rag.documents import Chunk, DocumentRecord, GraphSyncState, Section

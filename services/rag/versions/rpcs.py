@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from docuthinker.rag.v1 import rag_service_pb2 as pb
 from google.api import httpbody_pb2
+
+from docuthinker.rag.v1 import rag_service_pb2 as pb
 from services.rag.answers import messages as msg
 from services.rag.answers.rpcs import AnswerRpcs
 from services.rag.retrieval import RetrievedChunk

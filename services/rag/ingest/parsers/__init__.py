@@ -20,8 +20,8 @@ from services.rag.ingest.parsers.image import parse_image
 from services.rag.ingest.parsers.legacy_excel import parse_xls
 from services.rag.ingest.parsers.limits import ParseLimits
 from services.rag.ingest.parsers.markdown import parse_markdown
-from services.rag.ingest.parsers.pdf import PageStart, parse_pdf
 from services.rag.ingest.parsers.opendocument import parse_ods, parse_odt
+from services.rag.ingest.parsers.pdf import PageStart, parse_pdf
 from services.rag.ingest.parsers.plaintext import parse_text
 from services.rag.ingest.parsers.presentation import parse_pptx
 from services.rag.ingest.parsers.rtf import parse_rtf

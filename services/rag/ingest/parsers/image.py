@@ -16,9 +16,9 @@ from services.rag.documents import ParsedDocument, Section
 from services.rag.ingest.formats import FileType, corrupt
 from services.rag.ingest.ocr import OcrProgress, Page, PageReader, read_pages, too_many_pages, unavailable
 from services.rag.ingest.parsers.cleaning import clean_text
+from services.rag.ingest.parsers.limits import ParseLimits, too_large
 from services.rag.ingest.parsers.reflow import reflow
 from services.rag.ingest.parsers.tables import inline_row_starts
-from services.rag.ingest.parsers.limits import ParseLimits, too_large
 
 
 def parse_image(data: bytes, limits: ParseLimits, ocr: PageReader | None,

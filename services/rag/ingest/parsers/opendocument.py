@@ -13,8 +13,8 @@ import zipfile
 from xml.parsers.expat import ExpatError
 
 from odf import teletype
-from odf.opendocument import load
 from odf.namespaces import TABLENS, TEXTNS
+from odf.opendocument import load
 
 from services.rag.documents import ParsedDocument, Section
 from services.rag.ingest.formats import FileType, corrupt

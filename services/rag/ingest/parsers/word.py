@@ -36,9 +36,9 @@ def _table_rows(table: Table) -> list[tuple[int, list[str]]]:
         cells, seen = [], set()
         for cell in row.cells:
             # A merged cell is returned once per grid column it spans; keep it once.
-            if id(cell._tc) in seen:  # noqa: SLF001 - python-docx has no public identity for merged cells
+            if id(cell._tc) in seen:
                 continue
-            seen.add(id(cell._tc))  # noqa: SLF001
+            seen.add(id(cell._tc))
             cells.append(collapse_cell(cell.text))
         rows.append((number, cells))
     return rows

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.rag.ingest.parsers.cleaning import collapse_cell
-from services.rag.ingest.parsers.reflow import BULLET_GLYPHS
 from services.rag.ingest.parsers.pdf.table_types import PdfTable, Word
+from services.rag.ingest.parsers.reflow import BULLET_GLYPHS
 
 _LEADER_WORD = re.compile(r"^(?:[.·…_]\s?){2,}$")
 _TRAILING_LEADER = re.compile(r"(?:\s?[.·…_]){3,}$")
