@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import grpc
-import numpy as np
 from google.protobuf import struct_pb2
 
 from docuthinker.graph.v1 import graph_service_pb2 as graph_pb
@@ -34,6 +33,7 @@ from services.providers.base import (
     ToolUseBlock,
     Usage,
 )
+from tests.support.embedders import HashEmbedder
 
 SENTENCE = re.compile(r"[^.!?]+[.!?]?")
 
@@ -309,15 +309,6 @@ class ScriptedProvider:
         yield StreamEvent(final=result)
 
 
-class HashingEncoder:
-    """A cheap stand-in for MiniLM in tests that do not exercise classification itself."""
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), 64), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().split():
-                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
-            norm = np.linalg.norm(out[row])
-            if norm:
-                out[row] /= norm
-        return out
+def HashingEncoder() -> HashEmbedder:
+    """A cheap stand-in for MiniLM in tests that do not exercise classification itself (64 buckets)."""
+    return HashEmbedder(dimension=64)

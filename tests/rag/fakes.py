@@ -2,33 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 import threading
 
 import numpy as np
 
-DIM = 384
-
-
-class HashEmbedder:
-    """Bag-of-words hashed into 384 dimensions, L2-normalised: similar words, similar vectors."""
-
-    name = "test-hash-embedder"
-    dimension = DIM
-
-    def __init__(self) -> None:
-        self.calls: list[int] = []
-
-    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        self.calls.append(len(texts))
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                out[row, int(hashlib.md5(word.encode()).hexdigest()[:8], 16) % DIM] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return out / norms
+from tests.support.embedders import HashEmbedder
 
 
 class FailingEmbedder(HashEmbedder):

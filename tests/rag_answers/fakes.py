@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 
-import numpy as np
-
 from services.rag.documents import Chunk, Provenance, chunk_id_for
+from tests.support.embedders import HashEmbedder
 
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-class HashingEncoder:
-    """Bag-of-words vectors (hashed): texts sharing words are similar; deterministic and instant."""
-
-    dimension = 256
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in _WORD.findall(text.lower()):
-                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
-            norm = np.linalg.norm(out[row])
-            if norm:
-                out[row] /= norm
-        return out
+def HashingEncoder() -> HashEmbedder:
+    """Bag-of-words vectors (hashed, 256 buckets): texts sharing words are similar; deterministic and instant."""
+    return HashEmbedder(dimension=256)
 
 
 def make_chunk(tenant: str, document_id: str, text: str, ordinal: int = 0, filename: str = "doc.txt",

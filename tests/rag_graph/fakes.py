@@ -3,12 +3,9 @@ NLP and graph *gRPC services* (service tests: the real adapters and channels tal
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from docuthinker.graph.v1 import graph_service_pb2 as graph_pb
 from docuthinker.graph.v1 import graph_service_pb2_grpc as graph_grpc
@@ -16,24 +13,6 @@ from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
 from docuthinker.nlp.v1 import nlp_service_pb2_grpc as nlp_grpc
 from services.runtime import ServiceBinding, current_tenant
 from services.runtime.errors import Unavailable
-
-DIM = 384
-
-
-class HashEmbedder:
-    """Words hashed into 384 dimensions, L2-normalised (no model to load)."""
-
-    name = "test-hash-embedder"
-    dimension = DIM
-
-    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                out[row, int(hashlib.md5(word.encode()).hexdigest()[:8], 16) % DIM] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return out / norms
 
 
 def capitalised_words(text: str) -> list[str]:

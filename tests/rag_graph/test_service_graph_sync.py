@@ -20,8 +20,9 @@ from services.rag.graph_sync.settings import GraphSyncSettings
 from services.rag.service import RagService
 from services.rag.settings import RagSettings
 from services.runtime import ChannelPool, MeshSettings, create_server
+from tests.support.embedders import HashEmbedder
 
-from .fakes import FakeGraphService, FakeNlpService, HashEmbedder, graph_binding, nlp_binding
+from .fakes import FakeGraphService, FakeNlpService, graph_binding, nlp_binding
 
 GUIDE = b"""# Turbine maintenance
 
