@@ -50,8 +50,8 @@ class EdgeSettings(BaseSettings):
     client_burst: int = Field(default=400, ge=1)
     """Requests one client address may make at once before the per-second rate applies."""
     anonymous_rps: int = Field(default=20, ge=0)
-    """Requests per second one client address may make without an ``Authorization`` header (the web app's files,
-    ``/v1/health``, and floods that never log in; 0: only the per-client limit)."""
+    """Requests per second one client address may make without an ``Authorization`` header (``/v1/health`` and
+    floods that never log in; the web app's files count against no limit; 0: only the per-client limit)."""
     anonymous_burst: int = Field(default=60, ge=1)
     """Requests without an ``Authorization`` header one client address may make at once."""
     tenant_rps: int = Field(default=200, ge=0)

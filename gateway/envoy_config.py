@@ -65,8 +65,14 @@ def render(settings: MeshSettings, descriptor_set: pathlib.Path = DESCRIPTOR_SET
     edge_filters = edge_auth.http_filters(auth) if auth is not None and auth.enabled else []
     client_limit = edge_policy.client_rate_limit_filter(edge, tokens_required=bool(edge_filters))
     tenant_limit = edge_policy.tenant_rate_limit_filter(edge)
-    # The web app at / (web/): exact-path routes answered by Envoy itself, ahead of the RPC routes.
-    web_routes = static_site.routes([TRANSCODER, *(f["name"] for f in edge_filters if f["name"] != HEADER_MUTATION)])
+    # The web app at / (web/): exact-path routes answered by Envoy itself, ahead of the RPC routes, with neither
+    # authentication nor the per-address limiter: the site is ~20 fixed files served from memory and one page load
+    # asks for all of them, so a budget sized for API calls left the app without its modules (429) after a few
+    # reloads, or for everyone behind one NAT address.
+    site_off = [TRANSCODER, *(f["name"] for f in edge_filters if f["name"] != HEADER_MUTATION)]
+    if client_limit is not None:
+        site_off.append(client_limit["name"])
+    web_routes = static_site.routes(site_off)
     transcoder = {
         "name": TRANSCODER,
         "typed_config": {

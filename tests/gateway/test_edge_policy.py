@@ -15,7 +15,7 @@ import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import HealthServicer
 
-from gateway import envoy_config, observability
+from gateway import envoy_config, observability, static_site
 from gateway.edge_policy import LOCAL_REPLIES, EdgeSettings
 from services.launcher.mesh import envoy_binary
 from services.launcher.probes import EnvoyAdmin, free_port, healthy_clusters
@@ -154,6 +154,11 @@ def test_rate_limits_per_client_and_per_tenant_answer_429_with_retry_info(tmp_pa
     with lone_envoy(tmp_path, EdgeSettings(client_rps=1, client_burst=3, tenant_rps=0)) as base:
         codes = [stats(base, f"tenant-{i}").status_code for i in range(6)]
         assert codes[:3] == [503] * 3 and codes.count(429) >= 2, codes
+        # The web app's files count against no budget: a page load asks for all of them at once, and with them
+        # limited the app started without its modules after a few reloads.
+        site = [httpx.get(f"{base}{path}", timeout=10).status_code for _ in range(3) for path in static_site.site_files()]
+        assert set(site) == {200}, site
+        assert 429 in [stats(base, "tenant-x").status_code for _ in range(4)]  # while the API stays limited
 
 
 def test_slow_header_senders_are_cut_off_and_connections_are_capped(tmp_path):

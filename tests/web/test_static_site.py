@@ -40,7 +40,7 @@ def test_routes_answer_from_the_files_with_their_types(tmp_path):
     assert module["match"]["headers"][0]["string_match"]["exact"] == "GET"
 
 
-def test_envoy_config_puts_the_site_before_the_rpcs_and_disables_auth_there(tmp_path):
+def test_envoy_config_puts_the_site_before_the_rpcs_and_disables_auth_and_the_limiter_there(tmp_path):
     _, jwks = keygen(tmp_path / "auth")
     config = envoy_config.render(MeshSettings(), auth=AuthSettings(jwks_file=jwks))
     manager = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
@@ -52,7 +52,7 @@ def test_envoy_config_puts_the_site_before_the_rpcs_and_disables_auth_there(tmp_
     assert all(not r["match"]["path"].startswith("/v1/") for r in web)
     disabled = set(web[0]["typed_per_filter_config"])
     assert disabled == {"envoy.filters.http.grpc_json_transcoder", "envoy.filters.http.jwt_authn",
-                        "envoy.filters.http.rbac"}
+                        "envoy.filters.http.rbac", "docuthinker.client_rate_limit"}
     content = next(r for r in routes if r["name"].endswith("/GetDocumentContent"))
     sandbox = {h["header"]["key"]: h["header"]["value"] for h in content["response_headers_to_add"]}
     assert sandbox["content-security-policy"].startswith("sandbox")
