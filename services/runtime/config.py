@@ -76,7 +76,8 @@ class MeshSettings(BaseSettings):
     default_tenant: str = DEFAULT_TENANT
     """Tenant used when a request carries no ``x-tenant-id`` metadata."""
     shutdown_grace_s: float = Field(default=5.0, ge=0)
-    """How long in-flight RPCs may run after SIGTERM before they are cancelled."""
+    """How long in-flight RPCs may run after SIGTERM before they are cancelled; then as long again for work left in
+    worker threads (a model warm-up, a computation whose caller has gone) before the process exits without it."""
     downstream_timeout_s: float = Field(default=30.0, gt=0)
     """Deadline for calls to other services when the caller set none."""
     peer_keepalive_s: float = Field(default=2.0, gt=0)

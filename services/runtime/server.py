@@ -3,15 +3,21 @@
 ``create_server`` binds a ``grpc.aio`` server with the standard health service, server
 reflection, the mesh credential check (``mesh_auth``) and the mesh interceptors (RPC metrics and traces included); ``serve`` also starts
 the process's /metrics port and its trace exporter (when configured), runs until SIGTERM/SIGINT,
-then shuts down gracefully: health NOT_SERVING first, then drain in-flight RPCs for the grace period.
+then shuts down gracefully: health NOT_SERVING first, then drain in-flight RPCs for the grace period. Work
+still running in worker threads after that (a model warm-up, the computation of a call its caller gave up on) gets
+one more grace period, then the process exits without it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+import threading
+import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import grpc
@@ -103,22 +109,44 @@ async def create_server(binding: ServiceBinding, settings: MeshSettings, port: i
 
 
 async def _serve(binding: ServiceBinding, settings: MeshSettings) -> None:
+    workers = ThreadPoolExecutor(thread_name_prefix=f"{binding.name}-worker")  # asyncio.to_thread's, bounded at stop
+    asyncio.get_running_loop().set_default_executor(workers)
     metrics.set_process_service(binding.name)
     tracing.configure(binding.name, settings.otlp_endpoint, settings.trace_sample_ratio)
     if settings.metrics_enabled:
         metrics.start_metrics_server(binding.name, settings.host, settings.metrics_port_of(binding.name))
     mesh_auth.warn_if_open(binding.name, settings.mesh_credential_file)
-    running = await create_server(binding, settings)
-    log.info("serving", extra={"fields": {"address": f"{settings.host}:{running.port}"}})
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT):  # before "serving": a stop asked right after it is graceful too
         loop.add_signal_handler(sig, stop.set)
+    running = await create_server(binding, settings)
+    log.info("serving", extra={"fields": {"address": f"{settings.host}:{running.port}"}})
     await stop.wait()
     log.info("shutting down", extra={"fields": {"grace_s": settings.shutdown_grace_s}})
     await running.stop(settings.shutdown_grace_s)
     tracing.shutdown()
     log.info("stopped")
+    await _leave_worker_threads(workers, settings.shutdown_grace_s)
+
+
+async def _leave_worker_threads(workers: ThreadPoolExecutor, grace_s: float) -> None:
+    """Waits up to ``grace_s`` for the worker threads (``asyncio.to_thread``), then exits the process without them.
+
+    ``asyncio.run`` waits for every worker thread without a limit, and so does the interpreter's exit: a warm-up
+    still loading a model, or a long computation whose caller has gone, held a stopped nlp past its supervisor's
+    deadline until it was killed (15 s per mesh stop in the tests). The server has stopped and the stores are
+    closed, so nobody reads what they would return."""
+    waiter = threading.Thread(target=workers.shutdown, daemon=True)
+    waiter.start()
+    deadline = time.monotonic() + grace_s
+    while waiter.is_alive() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    if waiter.is_alive():
+        log.warning("worker threads still busy after the grace period: exiting without them",
+                    extra={"fields": {"grace_s": grace_s}})
+        logging.shutdown()
+        os._exit(0)
 
 
 def serve(make_binding: Callable[[MeshSettings], ServiceBinding], settings: MeshSettings | None = None) -> None:

@@ -173,21 +173,20 @@ def test_the_same_text_is_one_document(client, crew_reply, analysis_reply):
 
 
 def test_the_stream_emits_each_node_then_done(client, analysis_reply):
+    # The quick analysis (no crew: the two tests above run it, and the stream of its node is a unit test's).
     document_id = analysis_reply[0]["document_id"]
     request = {"document_id": document_id, "question": "How many turbine blades had corrosion in 2024?",
-               "sync_graph": True}
+               "sync_graph": True, "skip_crew": True}
     reply = client.post("/v1/analyze:stream", json=request, headers=TENANT)
     assert reply.status_code == 200, reply.text
     events = sse_events(reply.text)
     nodes = [e["node"] for e in events[:-1]]
-    assert [n["node"] for n in nodes] == ["ingest", "rag", "sentiment", "crew", "graph_sync", "finalize"]
+    assert [n["node"] for n in nodes] == ["ingest", "rag", "sentiment", "graph_sync", "finalize"]
     assert all(n["summary"] for n in nodes)
     done = events[-1]["done"]
     assert done["steps_run"] == [n["node"] for n in nodes] and done["document_id"] == document_id
     assert "14" in done["qa_answer"] and done["citations"][0]["document_id"] == document_id
-    assert "translation_error" not in done and all(t["engine"] == LOCAL for t in done["crew_analysis"]["tasks"])
-    for task in done["crew_analysis"]["tasks"]:
-        assert_grounded_or_marked(client, task, document_id)
+    assert "translation_error" not in done and "crew_analysis" not in done and "crew_error" not in done
 
 
 def test_bad_requests_fail_with_their_status(client):

@@ -13,8 +13,9 @@ from types import SimpleNamespace
 import grpc
 import pytest
 
+from docuthinker.rag.v1 import rag_service_pb2 as pb
 from services.providers.base import Usage
-from services.rag.analysis.messages import analysis_pb, node_pb
+from services.rag.analysis.messages import analysis_pb, analysis_request, node_pb
 from services.rag.analysis.model import AnalysisRequest, AnalysisResult
 from services.rag.analysis.nlp import Engine, Sentiment, Summary, Translation
 from services.rag.analysis.pipeline import AnalysisPipeline, NodeEvent
@@ -201,6 +202,23 @@ async def test_translation_translates_the_overview(parts):
     result = await pipeline.run("acme", AnalysisRequest(text=TEXT, translate_lang="de"))
     assert result.translation.text == f"[de] {SUMMARY.text}" and nlp.calls[-1] == f"translate:de:{SUMMARY.text}"
     assert analysis_pb(result).translation == f"[de] {SUMMARY.text}"
+
+
+@pytest.mark.parametrize(("options", "steps"), [
+    ({}, ("ingest", "rag", "sentiment", "finalize")),
+    ({"translate_lang": "de"}, ("ingest", "rag", "sentiment", "translate", "finalize")),
+    ({"sync_graph": True}, ("ingest", "rag", "sentiment", "graph_sync", "finalize")),
+])
+async def test_a_quick_analysis_skips_the_crew_and_keeps_the_rest(parts, options, steps):
+    pipeline, library, _, _, crew = parts
+    library.records["doc-1"] = make_record()
+    result = await pipeline.run("acme", AnalysisRequest(document_id="doc-1", skip_crew=True, **options))
+    assert result.steps_run == steps and crew.calls == []
+    assert result.crew is None and result.crew_error is None and result.overview and result.answer.citations
+    response = analysis_pb(result)
+    assert not response.HasField("crew_analysis") and not response.HasField("crew_error")
+    request = analysis_request(pb.AnalyzeDocumentRequest(document_id="doc-1", skip_crew=True))
+    assert request.skip_crew and analysis_request(pb.StreamAnalyzeDocumentRequest(skip_crew=True)).skip_crew
 
 
 async def test_graph_sync_waits_for_the_worker_to_confirm_the_document(parts):

@@ -32,7 +32,8 @@ def crew_pb(result: CrewResult) -> pb.CrewAnalyzeResponse:
 
 def analysis_request(request: pb.AnalyzeDocumentRequest | pb.StreamAnalyzeDocumentRequest) -> AnalysisRequest:
     return AnalysisRequest(text=request.text, document_id=request.document_id, question=request.question,
-                           translate_lang=request.translate_lang, sync_graph=request.sync_graph)
+                           translate_lang=request.translate_lang, sync_graph=request.sync_graph,
+                           skip_crew=request.skip_crew)
 
 
 def analysis_pb(result: AnalysisResult) -> pb.AnalyzeDocumentResponse:

@@ -17,6 +17,7 @@ class AnalysisRequest:
     question: str = ""
     translate_lang: str = ""
     sync_graph: bool = False
+    skip_crew: bool = False
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@
 - translate (only with translate_lang): NLP TranslateText of the overview; a failure (offline:
   FAILED_PRECONDITION naming the variables that enable a provider) is reported in the result,
   and the analysis goes on.
-- crew: the analyst -> cross-referencer -> curator crew over the document; a failure (its model
+- crew (unless skip_crew): the analyst -> cross-referencer -> curator crew over the document; a failure (its model
   timed out on a saturated machine, the budget is spent) is reported in the result, like a
   translation's, and the analysis goes on: the overview, answer and sentiment stand on their own.
 - graph_sync (only with sync_graph): ingestion already queued the document in the graph
@@ -89,7 +89,11 @@ def _timed(name: str, fn: Callable[[AnalysisState], Awaitable[tuple[dict[str, An
 
 
 def _after_sentiment(state: AnalysisState) -> str:
-    return "translate" if state["request"].translate_lang.strip() else "crew"
+    return "translate" if state["request"].translate_lang.strip() else _after_translate(state)
+
+
+def _after_translate(state: AnalysisState) -> str:
+    return _after_crew(state) if state["request"].skip_crew else "crew"
 
 
 def _after_crew(state: AnalysisState) -> str:
@@ -131,8 +135,8 @@ class AnalysisPipeline:
         graph.add_edge(START, "ingest")
         graph.add_edge("ingest", "rag")
         graph.add_edge("rag", "sentiment")
-        graph.add_conditional_edges("sentiment", _after_sentiment, ["translate", "crew"])
-        graph.add_edge("translate", "crew")
+        graph.add_conditional_edges("sentiment", _after_sentiment, ["translate", "crew", "graph_sync", "finalize"])
+        graph.add_conditional_edges("translate", _after_translate, ["crew", "graph_sync", "finalize"])
         graph.add_conditional_edges("crew", _after_crew, ["graph_sync", "finalize"])
         graph.add_edge("graph_sync", "finalize")
         graph.add_edge("finalize", END)

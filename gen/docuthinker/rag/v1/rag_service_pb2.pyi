@@ -486,18 +486,20 @@ class CrewAnalyzeResponse(_message.Message):
     def __init__(self, tasks: _Optional[_Iterable[_Union[CrewTaskOutput, _Mapping]]] = ..., final_output: _Optional[str] = ..., usage: _Optional[_Union[_answers_pb2.Usage, _Mapping]] = ...) -> None: ...
 
 class AnalyzeDocumentRequest(_message.Message):
-    __slots__ = ("text", "document_id", "question", "translate_lang", "sync_graph")
+    __slots__ = ("text", "document_id", "question", "translate_lang", "sync_graph", "skip_crew")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     TRANSLATE_LANG_FIELD_NUMBER: _ClassVar[int]
     SYNC_GRAPH_FIELD_NUMBER: _ClassVar[int]
+    SKIP_CREW_FIELD_NUMBER: _ClassVar[int]
     text: str
     document_id: str
     question: str
     translate_lang: str
     sync_graph: bool
-    def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ..., question: _Optional[str] = ..., translate_lang: _Optional[str] = ..., sync_graph: _Optional[bool] = ...) -> None: ...
+    skip_crew: bool
+    def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ..., question: _Optional[str] = ..., translate_lang: _Optional[str] = ..., sync_graph: _Optional[bool] = ..., skip_crew: _Optional[bool] = ...) -> None: ...
 
 class SentimentSummary(_message.Message):
     __slots__ = ("label", "score", "confidence")
@@ -538,18 +540,20 @@ class AnalyzeDocumentResponse(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., overview: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., qa_answer: _Optional[str] = ..., supporting_context: _Optional[_Iterable[str]] = ..., crew_analysis: _Optional[_Union[CrewAnalyzeResponse, _Mapping]] = ..., citations: _Optional[_Iterable[_Union[_answers_pb2.Citation, _Mapping]]] = ..., steps_run: _Optional[_Iterable[str]] = ..., sentiment: _Optional[_Union[SentimentSummary, _Mapping]] = ..., translation: _Optional[str] = ..., translation_error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ..., crew_error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
 
 class StreamAnalyzeDocumentRequest(_message.Message):
-    __slots__ = ("text", "document_id", "question", "translate_lang", "sync_graph")
+    __slots__ = ("text", "document_id", "question", "translate_lang", "sync_graph", "skip_crew")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     TRANSLATE_LANG_FIELD_NUMBER: _ClassVar[int]
     SYNC_GRAPH_FIELD_NUMBER: _ClassVar[int]
+    SKIP_CREW_FIELD_NUMBER: _ClassVar[int]
     text: str
     document_id: str
     question: str
     translate_lang: str
     sync_graph: bool
-    def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ..., question: _Optional[str] = ..., translate_lang: _Optional[str] = ..., sync_graph: _Optional[bool] = ...) -> None: ...
+    skip_crew: bool
+    def __init__(self, text: _Optional[str] = ..., document_id: _Optional[str] = ..., question: _Optional[str] = ..., translate_lang: _Optional[str] = ..., sync_graph: _Optional[bool] = ..., skip_crew: _Optional[bool] = ...) -> None: ...
 
 class AnalysisNodeEvent(_message.Message):
     __slots__ = ("node", "summary", "duration_ms")
