@@ -8,6 +8,7 @@ channels. ``down`` makes a fake answer UNAVAILABLE, as a stopped service would.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import re
@@ -37,6 +38,8 @@ from tests.support.embedders import HashEmbedder
 
 SENTENCE = re.compile(r"[^.!?]+[.!?]?")
 
+HOLD_TIMEOUT_S = 5.0  # paid only when a test's overlap never comes (it then fails on its own assertion)
+
 
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE.findall(text) if s.strip()]
@@ -61,6 +64,10 @@ class FakeNlp(nlp_grpc.NlpServiceServicer):
         self.delay_s = delay_s
         self.in_flight = 0
         self.max_in_flight = 0
+        self.hold_until_in_flight = 0
+        """Holds each call until this many are in flight at once (or ``HOLD_TIMEOUT_S`` passes): a concurrency
+        test then sees the overlap the code allows whatever the machine's load, instead of racing a delay."""
+        self._released = asyncio.Event()
         self.rewrite_usage: list[nlp_pb.LlmUsage] = []
         """What each rewrite reports its LLM calls cost (none by default)."""
         self.documents: dict = {}
@@ -71,6 +78,12 @@ class FakeNlp(nlp_grpc.NlpServiceServicer):
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            if self.in_flight >= self.hold_until_in_flight:
+                self._released.set()
+            elif not self._released.is_set():
+                with contextlib.suppress(TimeoutError):  # fewer calls overlap than asked: the test will say so
+                    await asyncio.wait_for(self._released.wait(), HOLD_TIMEOUT_S)
+                self._released.set()
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
         finally:

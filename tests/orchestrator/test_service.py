@@ -114,7 +114,7 @@ async def test_missing_input_fails_before_the_stream_starts(stub):
 
 
 async def test_batch_of_25_reports_per_item_results(stub, fake_mesh):
-    fake_mesh.nlp.delay_s = 0.05
+    fake_mesh.nlp.hold_until_in_flight = 11  # more than one batch of 10 at once, however slow the machine
     documents = [pb.BatchDocument(id=f"d{n}", text=f"Document {n} is good.") for n in range(24)]
     documents.append(pb.BatchDocument(id="empty"))
     stream = [e async for e in stub.ProcessBatch(pb.ProcessBatchRequest(documents=documents, operation="sentiment"))]
