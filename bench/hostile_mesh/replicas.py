@@ -38,6 +38,7 @@ def big_text(paragraphs: int, marker: str) -> str:
 
 TERMINAL = (6, 7)
 """READY and FAILED, as ``rag_documents.status`` stores them (``DocumentStatus``)."""
+PARSING = 2
 
 
 def _holder(dsn: str, tenant: str, filename: str) -> tuple[str | None, str | None, int]:
@@ -97,7 +98,10 @@ def takeover(mesh, dsn: str, lease_s: float, paragraphs: int = 2500) -> dict:
     deadline = time.monotonic() + 300
     while True:
         document_id, holder, status = _holder(dsn, TENANT, name)
-        if holder and status not in TERMINAL:
+        # Parsing: its bytes are stored. An upload claims the document, then stores the bytes, then parses; a replica
+        # killed between the first two leaves nothing to resume (the survivor fails the document, "upload it
+        # again", and the client's upload was cut): a loaded machine once made the kill land there.
+        if holder and status >= PARSING and status not in TERMINAL:
             break
         assert time.monotonic() < deadline and not sent.done(), "the upload was never seen in progress"
         time.sleep(0.1)

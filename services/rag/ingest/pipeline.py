@@ -223,6 +223,8 @@ class IngestionPipeline(DocumentIngestion):
             data = await asyncio.to_thread(self._blobs.get, record.tenant, record.content_sha256)
             if data is None or not enabled:
                 why = "original bytes missing" if data is None else "resume on startup is disabled"
+                log.warning("not resumed: %s", why, extra={"fields": {
+                    "document_id": record.document_id, "tenant": record.tenant}})
                 await self._mark_failed(record, f"ingestion was interrupted by a restart ({why}); upload it again")
                 return
             log.info("resuming interrupted ingestion", extra={"fields": {
