@@ -173,12 +173,17 @@ def test_another_embedder_is_refused_and_nothing_is_mixed(open_store: Opener) ->
     assert open_store(identity="test-model@1/int8", check_identity=False).stored_ids("acme") == _ids(1, "a")
 
 
-def test_an_unreachable_chroma_server_fails_the_start_naming_its_url() -> None:
+def test_an_unreachable_chroma_server_fails_the_start_naming_its_url(tmp_path) -> None:
     from services.launcher.probes import free_port
+    from services.rag.runtime import RagRuntime
+    from services.storage.settings import StorageSettings
+
+    from .fakes import HashEmbedder
 
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    settings = RagSettings(vector_backend="chroma", chroma_url=url)
     with pytest.raises(ChromaUnavailableError, match=f"Chroma server at {url} is unreachable"):
-        ChromaVectors(url, "test-model", DIM)
+        RagRuntime.open(tmp_path, settings, 1024, HashEmbedder(), storage=StorageSettings(store_backend="embedded"))
 
 
 def test_chroma_vectors_are_refused_with_the_postgresql_backend(tmp_path) -> None:
