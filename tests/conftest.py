@@ -102,7 +102,7 @@ def storage(store_backend, request):
     """``StorageSettings`` of the backend under test (a fresh PostgreSQL database for ``postgres``)."""
     from services.storage.settings import StorageSettings
 
-    if store_backend == "embedded":
+    if store_backend in ("embedded", "embedded-chroma"):  # the latter: vectors on Chroma (``open_runtime``)
         return StorageSettings(store_backend="embedded")
     keyword = "bm25" if store_backend == "postgres-bm25" else "fts"
     return StorageSettings(store_backend="postgres", postgres_dsn=request.getfixturevalue("postgres_dsn"),

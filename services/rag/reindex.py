@@ -1,6 +1,7 @@
 """The re-index path for a changed embedder: vectors of two models never share an index.
 
-The vector store (the embedded log, or the shared PostgreSQL collection) records the embedder's
+The vector store (the embedded log, a Chroma server's stamp collection, or the shared PostgreSQL
+collection) records the embedder's
 identity. A start with another one fails with a clear message, unless
 ``DOCUTHINKER_RAG_REINDEX_ON_MODEL_CHANGE`` is on: then every vector is dropped and each READY
 document's chunks are embedded again from their stored text, before SERVING. The store is stamped
@@ -22,7 +23,8 @@ from services.rag.store.ann import HnswParams
 from services.rag.store.ports import MetadataPort, VectorsPort
 from services.rag.store.vectors import EmbedderMismatchError
 
-if TYPE_CHECKING:  # the PostgreSQL backend is imported only where it is chosen
+if TYPE_CHECKING:  # the PostgreSQL and Chroma backends are imported only where chosen
+    from services.rag.store.chroma_vectors import ChromaVectors
     from services.rag.store.pg_index import PostgresVectors
     from services.rag.store.pg_metadata import PostgresMetadataStore
 
@@ -42,14 +44,22 @@ def legacy_identity(embedder: TextEmbedder) -> str | None:
     return identity("torch")
 
 
-def open_vectors(root: pathlib.Path, settings: RagSettings, embedder: TextEmbedder) -> tuple[VectorStore, bool]:
-    """The vector store for ``embedder``; True when it was emptied for a re-index."""
-    def store(check_identity: bool = True) -> VectorStore:
+def open_vectors(root: pathlib.Path, settings: RagSettings, embedder: TextEmbedder
+                 ) -> tuple[VectorStore | ChromaVectors, bool]:
+    """The vector store for ``embedder`` (``settings.vector_backend``); True when it was emptied for a re-index."""
+    def store(check_identity: bool = True) -> VectorStore | ChromaVectors:
+        hnsw = HnswParams(settings.hnsw_m, settings.hnsw_ef_construction, settings.hnsw_ef_search)
+        if settings.vector_backend == "chroma":
+            from services.rag.store.chroma_vectors import ChromaVectors
+
+            return ChromaVectors(settings.chroma_url, embedder.name, embedder.dimension,
+                                 identity=embedder_identity(embedder), hnsw=hnsw, check_identity=check_identity,
+                                 prefix=settings.chroma_prefix)
         return VectorStore(
             root / "chroma", embedder.name, embedder.dimension, settings.faiss_threads,
             identity=embedder_identity(embedder), hnsw_threshold=settings.hnsw_threshold,
-            hnsw=HnswParams(settings.hnsw_m, settings.hnsw_ef_construction, settings.hnsw_ef_search),
-            snapshot_dir=root / "ann", legacy_identity=legacy_identity(embedder), check_identity=check_identity)
+            hnsw=hnsw, snapshot_dir=root / "ann", legacy_identity=legacy_identity(embedder),
+            check_identity=check_identity)
 
     try:
         return store(), False

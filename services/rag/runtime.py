@@ -2,6 +2,7 @@
 
 Layout of ``<DOCUTHINKER_DATA_DIR>/rag``: ``metadata.sqlite3`` (SQLite WAL), ``originals/``
 (uploaded bytes by content hash), ``chroma/`` (vectors: the SQLite vector log; the folder keeps the name it had when Chroma held them), ``bm25/`` (keyword indexes).
+With ``DOCUTHINKER_RAG_VECTOR_BACKEND=chroma`` the vectors are on a Chroma server instead (``store.chroma_vectors``).
 With ``DOCUTHINKER_STORE_BACKEND=postgres`` all of it lives in the shared PostgreSQL database
 instead (``services.rag.store.pg_*``), and the data directory holds only per-replica caches.
 """
@@ -124,6 +125,11 @@ class RagRuntime:
         vectors: VectorsPort
         keyword: KeywordPort
         index: ChunkIndexPort
+        if storage.postgres and settings.vector_backend != "local":
+            # pgvector holds the vectors beside the chunk rows, in the same transactions: a second vector store
+            # would be one more copy to keep in step, for nothing.
+            raise ValueError("DOCUTHINKER_RAG_VECTOR_BACKEND=chroma needs DOCUTHINKER_STORE_BACKEND=embedded: "
+                             "with postgres the vectors live in PostgreSQL (pgvector)")
         if storage.postgres:
             pg_metadata, blobs, pg_vectors, keyword, index = open_postgres_stores(
                 root, storage, embedder.name, embedder.dimension, settings.ingest_lease_s,
@@ -135,13 +141,13 @@ class RagRuntime:
             sqlite = MetadataStore(metadata_path(data_dir), lease_s=settings.ingest_lease_s)
             sqlite.release_all_leases()  # this process owns the file: a lease in it is a dead process's
             blobs = BlobStore(root / "originals")
-            faiss, stale = open_vectors(root, settings, embedder)
-            loaded, orphans = faiss.rebuild(sqlite.known_chunk_ids())
+            local_vectors, stale = open_vectors(root, settings, embedder)
+            loaded, orphans = local_vectors.rebuild(sqlite.known_chunk_ids())
             if stale:
-                reembed_all(sqlite, faiss, embedder)
+                reembed_all(sqlite, local_vectors, embedder)
             bm25 = KeywordIndex(root / "bm25", sqlite)
             bm25.load()
-            metadata, vectors, keyword, index = sqlite, faiss, bm25, ChunkIndex(sqlite, faiss, bm25)
+            metadata, vectors, keyword, index = sqlite, local_vectors, bm25, ChunkIndex(sqlite, local_vectors, bm25)
         locks = KeyedLocks()
         graph_sync = graph_sync or DisabledGraphSync()
         pipeline = IngestionPipeline(

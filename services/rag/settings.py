@@ -6,6 +6,8 @@ because Envoy enforces the same number on REST bodies; the data directory is the
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -102,6 +104,18 @@ class RagSettings(BaseSettings):
     hnsw_ef_search: int = Field(default=256, ge=8, le=4096)
     """HNSW candidate list per search. Default: recall@10 above 0.997 at 100k and 1M chunks where 128 drops 1M to
     0.9935, too close to the 0.99 goal (bench/results/ann-scale-2026-12-03-1m.json)."""
+    vector_backend: Literal["local", "chroma"] = "local"
+    """Where chunk vectors live with the embedded (SQLite) metadata store: ``local``, the vector log and per-tenant
+    FAISS/HNSW indexes in the data directory; ``chroma``, a Chroma server you already run
+    (``DOCUTHINKER_RAG_CHROMA_URL``), one collection per tenant. Default ``local``: for 20k vectors it added 88 MiB
+    to the rag process, Chroma 82 MiB there (its client) plus a 184 MiB server, and searched 50x slower over HTTP
+    (bench/results/chroma-server-memory-2026-12-07.json). With
+    ``DOCUTHINKER_STORE_BACKEND=postgres`` the vectors are pgvector's and ``chroma`` is refused at startup."""
+    chroma_url: str = Field(default="http://127.0.0.1:8000", pattern=r"^https?://[^/\s]+/?$")
+    """The Chroma server of ``DOCUTHINKER_RAG_VECTOR_BACKEND=chroma`` (e.g. started with ``chroma run``); an
+    unreachable one fails the start, naming this URL."""
+    chroma_prefix: str = Field(default="docuthinker", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,40}$")
+    """Prefix of the Chroma collection names, so several deployments can share one Chroma server."""
     reindex_on_model_change: bool = False
     """At startup, when the vectors on disk come from another embedder (``DOCUTHINKER_EMBED_RUNTIME`` or the
     weights changed), drop them and re-embed every chunk with the current one. Off: such a start fails with a

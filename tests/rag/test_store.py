@@ -1,5 +1,6 @@
-"""The chunk index over the real stores, on both backends: SQLite, Chroma, FAISS and bm25s in a temporary
-directory, and a real PostgreSQL with pgvector (a fresh database per test). The same tests run on both."""
+"""The chunk index over the real stores, on every backend: SQLite, the vector log, FAISS and bm25s in a temporary
+directory; the same with the vectors on a real Chroma server (``embedded-chroma``); and a real PostgreSQL with
+pgvector (a fresh database per test). The same tests run on each."""
 
 from __future__ import annotations
 
@@ -28,11 +29,12 @@ from .probes import held_by_each_store
 
 EMBED = HashEmbedder()
 
-pytestmark = pytest.mark.store_backends("embedded", "postgres", "postgres-bm25")  # each test on every backend
+pytestmark = pytest.mark.store_backends("embedded", "embedded-chroma", "postgres", "postgres-bm25")  # every backend
 
 
-def embedded_only(store_backend: str, why: str) -> None:
-    if store_backend != "embedded":
+def embedded_only(store_backend: str, why: str, faiss: bool = False) -> None:
+    """Skips PostgreSQL, and with ``faiss`` the embedded stores with their vectors on Chroma too."""
+    if store_backend != "embedded" and (faiss or store_backend != "embedded-chroma"):
         pytest.skip(why)
 
 
@@ -118,7 +120,8 @@ def test_remove_document_clears_every_store(open_runtime) -> None:
 
 
 def test_faiss_is_rebuilt_from_the_vector_log_and_orphans_are_dropped(open_runtime, store_backend) -> None:
-    embedded_only(store_backend, "FAISS and the vector log: PostgreSQL searches its one vector table")
+    embedded_only(store_backend, "FAISS and the vector log: PostgreSQL searches its one vector table, Chroma its "
+                  "collections (its orphans: test_vector_backends.py)", faiss=True)
     runtime = open_runtime()
     record, sections, chunks = _document(runtime, "acme", ["durable vector text", "another durable text"])
     _index(runtime, *(record, sections, chunks))

@@ -15,6 +15,7 @@ import inspect
 import pytest
 
 from services.rag.store import BlobStore, ChunkIndex, KeywordIndex, MetadataStore, VectorStore
+from services.rag.store.chroma_vectors import ChromaVectors
 from services.rag.store.pg_blobs import PostgresBlobStore
 from services.rag.store.pg_index import Bm25Keywords, FullTextKeywords, PostgresChunkIndex, PostgresVectors
 from services.rag.store.pg_metadata import PostgresMetadataStore
@@ -22,7 +23,7 @@ from services.rag.store.ports import BlobPort, ChunkIndexPort, KeywordPort, Meta
 
 IMPLEMENTATIONS = {
     MetadataPort: (MetadataStore, PostgresMetadataStore),
-    VectorsPort: (VectorStore, PostgresVectors),
+    VectorsPort: (VectorStore, PostgresVectors, ChromaVectors),
     KeywordPort: (KeywordIndex, Bm25Keywords, FullTextKeywords),
     ChunkIndexPort: (ChunkIndex, PostgresChunkIndex),
     BlobPort: (BlobStore, PostgresBlobStore),

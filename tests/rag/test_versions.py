@@ -21,7 +21,7 @@ from services.runtime.errors import DomainError
 from .fakes import GatedEmbedder, HashEmbedder
 from .probes import collect
 
-pytestmark = pytest.mark.store_backends("embedded", "postgres")
+pytestmark = pytest.mark.store_backends("embedded", "embedded-chroma", "postgres")
 
 SECTIONS = [
     f"## Section {i}\n\nThe harbour office of district {i} opens at {7 + i % 3} in the morning. "

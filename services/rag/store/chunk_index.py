@@ -14,6 +14,7 @@ makes a document visible), or ``discard`` to undo a failed attempt; ``remove_doc
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,9 +23,12 @@ from services.rag.store.keyword import KeywordIndex
 from services.rag.store.metadata import MetadataStore
 from services.rag.store.vectors import VectorStore
 
+if TYPE_CHECKING:  # chromadb is imported only where that backend is chosen
+    from services.rag.store.chroma_vectors import ChromaVectors
+
 
 class ChunkIndex:
-    def __init__(self, metadata: MetadataStore, vectors: VectorStore, keyword: KeywordIndex) -> None:
+    def __init__(self, metadata: MetadataStore, vectors: VectorStore | ChromaVectors, keyword: KeywordIndex) -> None:
         self.metadata = metadata
         self.vectors = vectors
         self.keyword = keyword
@@ -40,7 +44,7 @@ class ChunkIndex:
             allowed = [vector_key(c) for c in self.metadata.visible_chunk_ids(tenant, document_ids)]
             if not allowed:
                 return []
-        # FAISS may hold vectors not visible yet (an ingest in flight): fetch more until k survive.
+        # The vector store may hold vectors not visible yet (an ingest in flight): fetch more until k survive.
         fetch = k + 8
         while True:
             hits = self.vectors.search(tenant, query_vector, fetch, allowed)
@@ -68,7 +72,7 @@ class ChunkIndex:
 
     # -- writes ----------------------------------------------------------------------
     def stage_vectors(self, tenant: str, document_id: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        """Writes vectors to the vector log and FAISS; they stay invisible until ``publish``."""
+        """Writes vectors to the vector store; they stay invisible until ``publish``."""
         self.vectors.add(tenant, document_id, [c.chunk_id for c in chunks], vectors)
 
     def publish(

@@ -2,7 +2,8 @@
 
 Two backends implement every role: the embedded one (``MetadataStore``, ``VectorStore``, ``KeywordIndex``,
 ``ChunkIndex``, ``BlobStore``) and PostgreSQL (``PostgresMetadataStore``, ``PostgresVectors``,
-``Bm25Keywords``/``FullTextKeywords``, ``PostgresChunkIndex``, ``PostgresBlobStore``). The runtime, the
+``Bm25Keywords``/``FullTextKeywords``, ``PostgresChunkIndex``, ``PostgresBlobStore``); the vectors have a third,
+a Chroma server (``ChromaVectors``, beside the embedded metadata store). The runtime, the
 pipeline, the catalogs and the re-index path are typed against these Protocols, so mypy proves both
 backends fit them; ``tests/rag/test_store_ports.py`` checks each pair's names and parameters as well. A
 method missing from one backend (``PostgresVectors.flush`` once was) then fails the lint and a unit test,
