@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -295,3 +296,20 @@ async def test_worker_without_a_health_port_keeps_its_backoff(stores) -> None:
         assert stores.outbox.get("acme", "doc").attempts == 1  # still waiting: nothing said the peers are back
     finally:
         await harness.worker.stop()
+
+
+async def test_entities_are_cleaned_in_a_worker_thread_not_on_the_event_loop(monkeypatch) -> None:
+    # The cleaning reads the whole text: on the loop it held rag's RPCs, health checks and SIGTERM (18 s once).
+    from services.rag.documents import Section
+    from services.rag.graph_sync import feed as feed_module
+
+    threads: list[int] = []
+
+    def recording(entities, text):
+        threads.append(threading.get_ident())
+        return list(entities)
+
+    monkeypatch.setattr(feed_module, "clean_entities", recording)
+    feed = GraphFeed(FakeExtractor(), FakeWriter(), GraphSyncSettings())
+    await feed.extract("acme", [Section("Ada Lovelace wrote the notes on the Analytical Engine in London.")])
+    assert threads and threading.get_ident() not in threads

@@ -36,24 +36,39 @@ def _is_common_noun(word: str, text: str) -> bool:
     return re.search(rf"(?<![.!?]\s)(?<=\s){re.escape(word.lower())}\b", text) is not None
 
 
-def _is_split_fragment(word: str, text: str) -> bool:
+class _Words:
+    """The text's words, lower-cased, read once per document: every entity's split-fragment check looks them up
+    instead of scanning the text again for each time the name is followed by a word (a name written 2,500 times
+    took 18 s that way, on rag's event loop)."""
+
+    def __init__(self, text: str) -> None:
+        self.lowered = text.lower()
+        self.tokens = frozenset(re.findall(r"\w+", self.lowered))
+
+    def has(self, word: str) -> bool:
+        if re.fullmatch(r"\w+", word):
+            return word in self.tokens
+        return re.search(rf"\b{re.escape(word)}\b", self.lowered) is not None
+
+
+def _is_split_fragment(word: str, text: str, words: _Words | None = None) -> bool:
     """"Infor" of "Infor mation": followed by a lower-case piece with which it makes a word the text has."""
-    for match in re.finditer(rf"\b{re.escape(word)} ([a-z]{{2,}})\b", text):
-        joined = (word + match.group(1)).lower()
-        if re.search(rf"\b{re.escape(joined)}\b", text.lower()):
-            return True
-    return False
+    words = words or _Words(text)
+    followers = {match.group(1) for match in re.finditer(rf"\b{re.escape(word)} ([a-z]{{2,}})\b", text)}
+    return any(words.has((word + follower).lower()) for follower in followers)
 
 
 def clean_entities(entities: Sequence[Entity], text: str) -> list[Entity]:
+    """CPU work over the whole text: callers on an event loop run it in a worker thread."""
+    words = _Words(text)
     kept: list[Entity] = []
     for name, label, count in entities:
-        words = name.split()
+        parts = name.split()
         if not _LETTER.search(name) or label in NUMERIC_LABELS:
             continue
         if _normal(name).strip(" ,.!") in SIGN_OFFS:
             continue
-        if len(words) == 1 and (_is_split_fragment(name, text)
+        if len(parts) == 1 and (_is_split_fragment(name, text, words)
                                 or (label == "PERSON" and _is_common_noun(name, text))):
             continue
         kept.append((name, label, count))

@@ -10,6 +10,7 @@ background).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -148,7 +149,9 @@ class GraphFeed:
         entities: Sequence[Entity] = ()
         if self._settings.max_entities:
             with tenant_context(tenant, self._settings.call_timeout_s):
-                entities = clean_entities(await self._extractor.entities(text, self._settings.entity_labels), text)
+                found = await self._extractor.entities(text, self._settings.entity_labels)
+            # Off the event loop: it reads the whole text, and rag's RPCs, health and SIGTERM wait for the loop.
+            entities = await asyncio.to_thread(clean_entities, found, text)
         return DocumentFacts(graph_topics(topics, self._settings.max_topics),
                              graph_entities(entities, self._settings.max_entities))
 
