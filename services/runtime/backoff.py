@@ -38,5 +38,5 @@ class Backoff:
         """Delay after the ``failures``-th consecutive failure (1-based): doubling from ``initial_s`` up to
         ``max_s``, less up to ``jitter`` of it."""
         doublings = min(max(failures - 1, 0), _MAX_DOUBLINGS)
-        delay = min(self.max_s, self.initial_s * 2**doublings)
+        delay = min(self.max_s, self.initial_s * 2.0**doublings)
         return delay * (1 - self.jitter * self.random()) if self.jitter else delay

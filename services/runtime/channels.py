@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import grpc
 
 from services.runtime import keepalive, mesh_auth
 from services.runtime.config import MeshSettings
 from services.runtime.contracts import RpcMethod, mesh_methods
-from services.runtime.interceptors import client_interceptors
+from services.runtime.interceptors import ClientObservability, ContextPropagation, client_interceptors
 from services.runtime.peers import channel_target
 
 _RETRY_POLICY = {
@@ -28,7 +29,7 @@ _RETRY_POLICY = {
 }
 
 
-def retry_service_config(methods: Sequence[RpcMethod]) -> dict:
+def retry_service_config(methods: Sequence[RpcMethod]) -> dict[str, Any]:
     """The service config retrying exactly the retry-safe ``methods`` (no wildcard entry)."""
     names = [{"service": m.service, "method": m.name} for m in methods if m.retry_safe]
     return {"methodConfig": [{"name": names, "retryPolicy": _RETRY_POLICY}]}
@@ -57,8 +58,9 @@ def channel_options(settings: MeshSettings, *, retries: bool = True,
 
 def open_channel(target: str, settings: MeshSettings, *, retries: bool = True,
                  extra_options: Sequence[tuple[str, object]] = ()) -> grpc.aio.Channel:
-    interceptors = [*client_interceptors(settings.downstream_timeout_s, settings.metrics_enabled),
-                    *mesh_auth.client_interceptors(settings.mesh_credential_file)]
+    interceptors = client_interceptors([ClientObservability(settings.metrics_enabled),
+                                        ContextPropagation(settings.downstream_timeout_s),
+                                        *mesh_auth.client_concerns(settings.mesh_credential_file)])
     return grpc.aio.insecure_channel(
         target, options=channel_options(settings, retries=retries, extra_options=extra_options),
         interceptors=interceptors,

@@ -43,7 +43,8 @@ class ChannelPool:
             reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=timeout_s)
         except grpc.aio.AioRpcError as exc:
             raise remote_error(exc, f"{service}.Health") from None
-        return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+        name: str = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+        return name
 
     @property
     def open(self) -> int:

@@ -9,11 +9,11 @@ stage, provider, model, breaker, budget): never a tenant, document or request id
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from prometheus_client import REGISTRY, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from services.runtime.metrics import LATENCY_BUCKETS
 
@@ -90,10 +90,10 @@ class StateGauges(Collector):
                  read: Callable[[], Iterable[tuple[Sequence[str], float]]]) -> None:
         self._name, self._doc, self._labels, self._read = name, documentation, list(labels), read
 
-    def describe(self):
+    def describe(self) -> list[GaugeMetricFamily]:
         return [GaugeMetricFamily(self._name, self._doc, labels=self._labels)]
 
-    def collect(self):
+    def collect(self) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily(self._name, self._doc, labels=self._labels)
         try:
             for values, value in self._read():
@@ -104,7 +104,8 @@ class StateGauges(Collector):
 
 
 def register_state(name: str, documentation: str, labels: Sequence[str],
-                   read: Callable[[], Iterable[tuple[Sequence[str], float]]], registry=REGISTRY) -> StateGauges:
+                   read: Callable[[], Iterable[tuple[Sequence[str], float]]],
+                   registry: CollectorRegistry = REGISTRY) -> StateGauges:
     """Registers (or replaces, for a service built twice in one process) a scrape-time gauge."""
     collector = StateGauges(name, documentation, labels, read)
     existing = _registered.pop(name, None)

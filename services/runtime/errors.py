@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import grpc
 from google.protobuf import any_pb2
+from google.protobuf.message import Message
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -56,7 +57,7 @@ class DomainError(Exception):
         return status_pb2.Status(code=self.code.value[0], message=self.message, details=details)
 
 
-def _pack(message) -> any_pb2.Any:
+def _pack(message: Message) -> any_pb2.Any:
     packed = any_pb2.Any()
     packed.Pack(message)
     return packed

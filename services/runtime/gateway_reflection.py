@@ -9,8 +9,10 @@ service does. Only ``v1alpha`` exists in grpcio-reflection; grpcurl falls back t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
+import grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 from grpc_reflection.v1alpha._async import ReflectionServicer
 
@@ -25,13 +27,14 @@ class GatewayReflection(reflection_pb2_grpc.ServerReflectionServicer):
         self._own = ReflectionServicer(list(own))
         self._public = ReflectionServicer(list(dict.fromkeys([*own, *public])))
 
-    async def ServerReflectionInfo(self, request_iterator, context):
+    async def ServerReflectionInfo(self, request_iterator: AsyncIterator[Any],
+                                   context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         metadata = dict(context.invocation_metadata() or ())
         chosen = self._public if metadata.get(GATEWAY_HEADER) == "1" else self._own
         async for response in chosen.ServerReflectionInfo(request_iterator, context):
             yield response
 
 
-def enable(server, own: Sequence[str], public: Sequence[str]) -> None:
+def enable(server: grpc.aio.Server, own: Sequence[str], public: Sequence[str]) -> None:
     reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
         GatewayReflection([*own, reflection.SERVICE_NAME], public), server)

@@ -5,7 +5,7 @@ refuse anyone who is not the gateway or a peer. The launcher creates a random se
 start (``<data_dir>/auth/mesh-credential``, mode 0600) and names it to every child with
 ``DOCUTHINKER_MESH_CREDENTIAL_FILE``; Envoy sends it as a request header on every route it
 forwards (``gateway/envoy_config.py``), and the mesh's client channels send it as metadata
-(``client_interceptors``). The server interceptor refuses a call without it with UNAUTHENTICATED,
+(``AddCredential``). The server's first concern (``CredentialCheck``) refuses a call without it with UNAUTHENTICATED,
 before any handler, tenant or metrics code runs.
 
 Open without it: the gRPC health service (Envoy's and the launcher's probes; it says only
@@ -15,19 +15,23 @@ callers of a real RPC pass ``-H "x-docuthinker-mesh-credential: $(cat data/auth/
 
 from __future__ import annotations
 
+import functools
 import hmac
 import logging
 import os
 import pathlib
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any, NoReturn
 
 import grpc
-from grpc_status import rpc_status
 
 from services.runtime.config import MeshSettings
-from services.runtime.errors import Unauthenticated, status_from_exception
+from services.runtime.errors import Unauthenticated
+from services.runtime.interceptors.client import ClientConcern, OutgoingCall
+from services.runtime.interceptors.error_mapping import abort
+from services.runtime.interceptors.server import Concern, Inbound, Messages, ServerCall
 
 CREDENTIAL_HEADER = "x-docuthinker-mesh-credential"
 CREDENTIAL_FILE = "mesh-credential"
@@ -68,21 +72,23 @@ def beside_local_mesh(settings: MeshSettings) -> MeshSettings:
     return settings.model_copy(update={"mesh_credential_file": local}) if local.exists() else settings
 
 
-class CredentialCheck(grpc.aio.ServerInterceptor):
-    """Refuses every RPC but health and reflection unless it carries the mesh's credential."""
+class CredentialCheck(Inbound):
+    """Refuses every RPC (health and reflection skip the chain) unless it carries the mesh's credential."""
 
-    def __init__(self, credential: str) -> None:
+    def __init__(self, inner: Inbound, credential: str) -> None:
+        super().__init__(inner)
         self._expected = credential.encode()
 
-    async def intercept_service(self, continuation: Callable, details: grpc.HandlerCallDetails):
-        handler = await continuation(details)
-        if handler is None or details.method.startswith(OPEN_PREFIXES) or self._proven(details):
-            return handler
-        return _refusal(handler)
+    async def unary(self, call: ServerCall, request: Any) -> Any:
+        if not self._proven(call):
+            await _refuse(call.context)
+        return await self.inner.unary(call, request)
 
-    def _proven(self, details: grpc.HandlerCallDetails) -> bool:
-        sent = [v for k, v in details.invocation_metadata or () if k.lower() == CREDENTIAL_HEADER]
-        return proven(sent, self._expected)
+    def stream(self, call: ServerCall, request: Any) -> Messages:
+        return self.inner.stream(call, request) if self._proven(call) else _refused(call.context)
+
+    def _proven(self, call: ServerCall) -> bool:
+        return proven([v for k, v in call.metadata if k.lower() == CREDENTIAL_HEADER], self._expected)
 
 
 def proven(sent: Sequence[str | bytes], expected: bytes) -> bool:
@@ -91,68 +97,38 @@ def proven(sent: Sequence[str | bytes], expected: bytes) -> bool:
     return len(sent) == 1 and isinstance(sent[0], str) and hmac.compare_digest(sent[0].encode(), expected)
 
 
-async def _refuse(request, context: grpc.aio.ServicerContext) -> None:
-    error = Unauthenticated(
+async def _refuse(context: grpc.aio.ServicerContext) -> NoReturn:
+    await abort(context, Unauthenticated(
         "this port serves only the DocuThinker mesh: call through the gateway, or send the mesh credential",
         reason="MESH_CREDENTIAL_REQUIRED",
-    )
-    status = rpc_status.to_status(status_from_exception(error))
-    await context.abort(status.code, status.details, trailing_metadata=status.trailing_metadata)
+    ))
 
 
-def _refusal(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
-    """A handler of the same kind as ``handler`` (so requests are read as it would) that only refuses."""
-    kind = (
-        grpc.unary_unary_rpc_method_handler if handler.unary_unary
-        else grpc.unary_stream_rpc_method_handler if handler.unary_stream
-        else grpc.stream_unary_rpc_method_handler if handler.stream_unary
-        else grpc.stream_stream_rpc_method_handler
-    )
-    return kind(_refuse, handler.request_deserializer, handler.response_serializer)
+async def _refused(context: grpc.aio.ServicerContext) -> Messages:
+    await _refuse(context)
+    yield  # unreachable: makes this the (empty) stream the refusal ends
 
 
-def server_interceptors(credential_file: pathlib.Path | None) -> list[grpc.aio.ServerInterceptor]:
+def server_concerns(credential_file: pathlib.Path | None) -> list[Concern]:
+    """The credential check, first in a server's chain; none when the mesh has no credential."""
     credential = read_credential(credential_file)
-    return [] if credential is None else [CredentialCheck(credential)]
+    return [] if credential is None else [functools.partial(CredentialCheck, credential=credential)]
 
 
-class _AddCredential:
+class AddCredential:
+    """Sends the mesh's credential on every call of a channel."""
+
     def __init__(self, credential: str) -> None:
         self._credential = credential
 
-    def _details(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
-        metadata = grpc.aio.Metadata(*(details.metadata or ()))
-        metadata[CREDENTIAL_HEADER] = self._credential
-        return grpc.aio.ClientCallDetails(details.method, details.timeout, metadata, details.credentials,
-                                          details.wait_for_ready)
+    def begin(self, call: OutgoingCall) -> None:
+        call.metadata[CREDENTIAL_HEADER] = self._credential
 
 
-class _UnaryUnary(_AddCredential, grpc.aio.UnaryUnaryClientInterceptor):
-    async def intercept_unary_unary(self, continuation, details, request):
-        return await continuation(self._details(details), request)
-
-
-class _UnaryStream(_AddCredential, grpc.aio.UnaryStreamClientInterceptor):
-    async def intercept_unary_stream(self, continuation, details, request):
-        return await continuation(self._details(details), request)
-
-
-class _StreamUnary(_AddCredential, grpc.aio.StreamUnaryClientInterceptor):
-    async def intercept_stream_unary(self, continuation, details, request_iterator):
-        return await continuation(self._details(details), request_iterator)
-
-
-class _StreamStream(_AddCredential, grpc.aio.StreamStreamClientInterceptor):
-    async def intercept_stream_stream(self, continuation, details, request_iterator):
-        return await continuation(self._details(details), request_iterator)
-
-
-def client_interceptors(credential_file: pathlib.Path | None) -> list:
-    """Interceptors sending the mesh's credential on every call of a channel; none without one."""
+def client_concerns(credential_file: pathlib.Path | None) -> list[ClientConcern]:
+    """What sends the mesh's credential on a channel's calls; nothing without one."""
     credential = read_credential(credential_file)
-    if credential is None:
-        return []
-    return [_UnaryUnary(credential), _UnaryStream(credential), _StreamUnary(credential), _StreamStream(credential)]
+    return [] if credential is None else [AddCredential(credential)]
 
 
 def metadata(credential_file: pathlib.Path | None) -> tuple[tuple[str, str], ...]:

@@ -79,9 +79,9 @@ def visible_tenant(default: str = DEFAULT_TENANT) -> str | None:
     return None if caller_is_admin() else current_tenant(default)
 
 
-def bind(ctx: RequestContext) -> contextvars.Token:
+def bind(ctx: RequestContext) -> contextvars.Token[RequestContext | None]:
     return _current.set(ctx)
 
 
-def unbind(token: contextvars.Token) -> None:
+def unbind(token: contextvars.Token[RequestContext | None]) -> None:
     _current.reset(token)

@@ -11,6 +11,7 @@ one more grace period, then the process exits without it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import signal
@@ -18,7 +19,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -28,7 +29,13 @@ from services.runtime import gateway_reflection, keepalive, logs, mesh_auth, met
 from services.runtime.clients import ChannelPool
 from services.runtime.config import MeshSettings
 from services.runtime.data_dir import make_private, private_umask
-from services.runtime.interceptors import ServerInterceptor
+from services.runtime.interceptors import (
+    ErrorMapping,
+    RequestScope,
+    ServerObservability,
+    Validation,
+    server_interceptor,
+)
 
 log = logging.getLogger("docuthinker.server")
 
@@ -45,7 +52,6 @@ class ServiceBinding:
     """Adds the servicers to the server; called after ``on_start``, before the server starts."""
     on_start: Callable[[], Awaitable[None]] | None = None
     on_stop: Callable[[], Awaitable[None]] | None = None
-    extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = field(default_factory=tuple)
     channels: ChannelPool | None = None
     """The service's channels to its peers: closed after ``on_stop``, once nothing calls out any more."""
     gateway_reflection: Sequence[str] = ()
@@ -76,8 +82,14 @@ class RunningServer:
 async def create_server(binding: ServiceBinding, settings: MeshSettings, port: int | None = None) -> RunningServer:
     """Builds, binds and starts the server; ``port=0`` picks a free port (tests)."""
     server = grpc.aio.server(
-        # The mesh credential first: a caller that is not the mesh reaches no handler, tenant or metrics code.
-        interceptors=[*mesh_auth.server_interceptors(settings.mesh_credential_file), ServerInterceptor(binding.name, settings.default_tenant, settings.metrics_enabled), *binding.extra_interceptors],
+        interceptors=[server_interceptor(binding.name, [
+            # The mesh credential first: a caller that is not the mesh reaches no handler, tenant or metrics code.
+            *mesh_auth.server_concerns(settings.mesh_credential_file),
+            functools.partial(ServerObservability, service=binding.name, record_metrics=settings.metrics_enabled),
+            ErrorMapping,
+            functools.partial(RequestScope, default_tenant=settings.default_tenant),
+            Validation,
+        ])],
         options=[
             ("grpc.max_receive_message_length", settings.max_message_bytes),
             ("grpc.max_send_message_length", settings.max_message_bytes),

@@ -16,6 +16,7 @@ import os
 import time
 from collections.abc import Iterator, Mapping, MutableMapping
 from contextvars import Token
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -112,7 +113,7 @@ def current_trace_id() -> str | None:
 
 # -- spans -------------------------------------------------------------------------------
 @contextlib.contextmanager
-def stage(name: str, **attributes) -> Iterator[trace.Span]:
+def stage(name: str, **attributes: object) -> Iterator[trace.Span]:
     """A span for one stage of domain work (a child of the current span)."""
     if not enabled():
         yield trace.INVALID_SPAN
@@ -134,7 +135,7 @@ def record_span(name: str, started_perf: float, ended_perf: float | None = None,
 
 
 @contextlib.contextmanager
-def background(name: str, traceparent: str | None, **attributes) -> Iterator[trace.Span]:
+def background(name: str, traceparent: str | None, **attributes: object) -> Iterator[trace.Span]:
     """A span for background work caused by an earlier request: it continues that request's trace
     (``traceparent`` stored with the work) and links to it; without one it starts a new trace."""
     if not enabled():
@@ -187,5 +188,5 @@ def end_client_span(span: trace.Span, code: str) -> None:
     span.end()
 
 
-def _clean(attributes: Mapping[str, object]) -> dict:
+def _clean(attributes: Mapping[str, object]) -> dict[str, Any]:
     return {k: v for k, v in attributes.items() if v is not None}
