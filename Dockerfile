@@ -43,7 +43,6 @@ COPY services ./services
 COPY gateway ./gateway
 COPY gen ./gen
 COPY docuthinker_cli ./docuthinker_cli
-COPY bench ./bench
 # Editable, as `make setup` does: the gateway renders from /app/gateway and /app/web, next to the code.
 # hadolint ignore=DL3042
 RUN pip install -q -c requirements.lock -e .

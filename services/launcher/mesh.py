@@ -25,11 +25,11 @@ from gateway import envoy_config, http_apps, observability
 from gateway.auth import AuthSettings
 from gateway.edge_policy import EdgeSettings
 from services.graph.settings import GraphSettings
-from services.launcher.child_exec import spawn_argv
 from services.launcher.local_auth import LocalAuth, TokenAuth
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.launcher.probes import EnvoyAdmin, free_port, grpc_serving, healthy_clusters, http_serving
 from services.runtime import mesh_auth
+from services.runtime.child_exec import spawn_argv
 from services.runtime.config import DEFAULT_TENANT, SERVICE_NAMES, MeshSettings, settings_from_env
 from services.runtime.data_dir import make_private, private_umask
 from services.storage import local_server

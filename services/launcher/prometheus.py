@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from services.launcher.child_exec import spawn_argv
 from services.launcher.mesh import ROOT, Mesh
 from services.launcher.probes import free_port
+from services.runtime.child_exec import spawn_argv
 
 RULES_FILE = ROOT / "deploy" / "observability" / "alerts.yml"
 

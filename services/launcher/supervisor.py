@@ -6,14 +6,12 @@ meanwhile, so callers of other services never notice), and why it died is logged
 code, the signal, or the kernel's kill at its memory ceiling. A child that keeps dying is
 restarted after ``restart_initial_s``, doubled per death, at most ``restart_max_s`` apart, and
 at most ``restart_budget`` times within ``restart_window_s``; past that it stays down and is
-reported as given up. State is written to ``<data_dir>/supervisor.json`` (atomically), which the
-orchestrator's ``GetHealth`` (``/v1/health``) folds into each service's entry.
+reported as given up. The state is published through ``services.runtime.supervision`` (``<data_dir>/supervisor.json``,
+replaced atomically), which the orchestrator's ``GetHealth`` (``/v1/health``) folds into each service's entry.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import pathlib
 import signal
 import threading
@@ -24,9 +22,8 @@ from typing import Protocol
 
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.launcher.settings import LauncherSettings
+from services.runtime import supervision
 from services.runtime.backoff import Backoff
-
-STATE_FILE = "supervisor.json"
 
 
 class Supervised(Protocol):
@@ -95,7 +92,7 @@ class Supervisor:
 
     @property
     def state_file(self) -> pathlib.Path:
-        return pathlib.Path(self._mesh.data_dir) / STATE_FILE
+        return supervision.state_path(self._mesh.data_dir)
 
     def states(self) -> dict[str, ChildState]:
         with self._lock:
@@ -110,7 +107,7 @@ class Supervisor:
     def stop(self) -> None:
         """Stops supervising (call before stopping the mesh, so its exits are not taken for deaths)."""
         self._stopped = True
-        self.state_file.unlink(missing_ok=True)
+        supervision.withdraw(self._mesh.data_dir)
 
     def poll_once(self) -> None:
         """Reaps dead children and restarts those due. Call it from the thread that started the mesh:
@@ -158,19 +155,7 @@ class Supervisor:
 
     def _write(self) -> None:
         with self._lock:
-            body = {"updated": self._clock(), "children": {
-                name: {k: v for k, v in asdict(child).items() if k != "deaths"}
-                for name, child in self._children.items()}}
-        path = self.state_file
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(body, indent=1))
-        os.replace(temporary, path)
-
-
-def read_state(data_dir: pathlib.Path) -> dict[str, dict]:
-    """The supervisor's view of each child, or {} when no supervisor runs (tests, Kubernetes)."""
-    try:
-        return dict(json.loads((pathlib.Path(data_dir) / STATE_FILE).read_text()).get("children", {}))
-    except (OSError, ValueError, AttributeError):
-        return {}
+            now = self._clock()
+            children = {name: {k: v for k, v in asdict(child).items() if k != "deaths"}
+                        for name, child in self._children.items()}
+        supervision.publish(self._mesh.data_dir, now, children)

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import httpx
 
-from services.launcher.supervisor import read_state
 from services.models.cpu_features import cpu_features
 from services.models.embedder import identity
 from services.models.int8_kernels import last_check
@@ -30,6 +29,7 @@ from services.models.settings import embedder_settings
 from services.runtime.clients import ChannelPool
 from services.runtime.config import MeshSettings
 from services.runtime.errors import RemoteError
+from services.runtime.supervision import read_state
 
 DOWNSTREAM = ("rag", "nlp", "graph")
 NOT_ROUTED = "SERVING, but the gateway does not route to it yet: its health check has not passed"

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pydantic import SecretStr
 
 from services.graph.settings import Neo4jSettings
-from services.launcher.child_exec import spawn_argv
 from services.launcher.probes import free_port
+from services.runtime.child_exec import spawn_argv
 
 READY = "ARCADEDB READY"
 @dataclass

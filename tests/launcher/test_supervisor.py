@@ -10,10 +10,11 @@ import sys
 
 import pytest
 
-from services.launcher.child_exec import spawn_argv
 from services.launcher.memory_ceiling import MemoryCeiling
 from services.launcher.settings import LauncherSettings
-from services.launcher.supervisor import Supervisor, describe_exit, read_state
+from services.launcher.supervisor import Supervisor, describe_exit
+from services.runtime.child_exec import spawn_argv
+from services.runtime.supervision import read_state
 
 
 class FakeMesh:

@@ -36,11 +36,11 @@ from multiprocessing.connection import Connection
 
 import psutil
 
-from services.launcher.child_exec import spawn_argv
 from services.rag.documents import ParsedDocument
 from services.rag.ingest.ocr import OcrProgress
 from services.rag.ingest.parser_worker import ParseJob, RefusalInfo
 from services.runtime import domain_metrics
+from services.runtime.child_exec import spawn_argv
 from services.runtime.errors import InvalidArgument
 
 log = logging.getLogger("docuthinker.rag.ingest")

@@ -10,8 +10,8 @@ import sys
 import textwrap
 import time
 
-from services.launcher import child_exec
-from services.launcher.child_exec import spawn_argv
+from services.runtime import child_exec
+from services.runtime.child_exec import spawn_argv
 
 
 def _gone(pid: int) -> bool:
