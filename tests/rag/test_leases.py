@@ -5,25 +5,21 @@ two runtimes on one database are two replicas; the embedded store belongs to one
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import threading
 import time
 
 import pytest
 
 from services.rag.documents import (
-    Chunk,
     DocumentRecord,
     DocumentStatus,
     GraphSyncState,
-    Provenance,
     Section,
-    chunk_id_for,
-    document_id_for,
 )
 from services.rag.store.leases import LeaseLost
 from services.rag.store.metadata import MetadataStore
 from services.runtime.errors import Aborted
+from tests.support import records
 
 from .fakes import GatedEmbedder
 from .probes import collect
@@ -53,16 +49,11 @@ def open_store(storage, tmp_path):
 
 
 def _record(text: str = "turbine blades", tenant: str = "acme") -> DocumentRecord:
-    sha = hashlib.sha256(text.encode()).hexdigest()
-    now = time.time()
-    return DocumentRecord(document_id_for(tenant, sha), tenant, "doc.txt", "text", "text/plain", sha, len(text),
-                          DocumentStatus.PENDING, now, now)
+    return records.document(text, tenant=tenant)
 
 
 def _publish(store, record: DocumentRecord, text: str = "turbine blades") -> None:
-    chunk = Chunk(chunk_id_for(record.tenant, record.content_sha256, 0), record.tenant, 0, text,
-                  Provenance(record.document_id, record.filename, 0, "", 0, 0, (), 0, len(text), 0))
-    store.publish(record, [Section(text=text)], [chunk], GraphSyncState.DISABLED)
+    store.publish(record, [Section(text=text)], records.chunks_of(record, [text]), GraphSyncState.DISABLED)
 
 
 def test_the_uploader_holds_the_lease_and_another_replica_cannot_take_it(open_store) -> None:

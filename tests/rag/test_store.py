@@ -4,25 +4,18 @@ pgvector (a fresh database per test). The same tests run on each."""
 
 from __future__ import annotations
 
-import hashlib
-import time
-
 import numpy as np
 import pytest
 
 from services.rag.documents import (
-    Chunk,
-    DocumentRecord,
     DocumentStatus,
     GraphSyncState,
-    Provenance,
     Section,
-    chunk_id_for,
-    document_id_for,
     vector_key,
 )
 from services.rag.store import KeywordIndex
 from services.rag.store.vectors import EmbedderMismatchError
+from tests.support import records
 
 from .fakes import HashEmbedder
 from .probes import held_by_each_store
@@ -41,17 +34,9 @@ def embedded_only(store_backend: str, why: str, faiss: bool = False) -> None:
 def _document(runtime, tenant: str, texts: list[str], name: str = "doc.txt"):
     """A record (PENDING, inserted) and one chunk per text, as ingestion would build them."""
     body = "\n\n".join(texts)
-    sha = hashlib.sha256(body.encode()).hexdigest()
-    doc_id = document_id_for(tenant, sha)
-    now = time.time()
-    record = DocumentRecord(doc_id, tenant, name, "text", "text/plain", sha, len(body), DocumentStatus.PENDING, now, now)
+    record = records.document(body, tenant=tenant, filename=name)
     runtime.metadata.upsert_document(record)
-    chunks, offset = [], 0
-    for i, text in enumerate(texts):
-        chunks.append(Chunk(chunk_id_for(tenant, sha, i), tenant, i, text,
-                            Provenance(doc_id, name, 0, "", 0, 0, (), offset, offset + len(text), 0)))
-        offset += len(text) + 2
-    return record, [Section(text=body)], chunks
+    return record, [Section(text=body)], records.chunks_of(record, texts)
 
 
 def _index(runtime, record, sections, chunks):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from services.rag.documents import Chunk, Provenance, chunk_id_for
+from services.rag.documents import Chunk
+from tests.support import records
 from tests.support.embedders import HashEmbedder
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -18,13 +19,8 @@ def HashingEncoder() -> HashEmbedder:
 
 def make_chunk(tenant: str, document_id: str, text: str, ordinal: int = 0, filename: str = "doc.txt",
                page: int = 1, char_start: int = 0) -> Chunk:
-    return Chunk(
-        chunk_id=chunk_id_for(tenant, document_id, ordinal),
-        tenant=tenant,
-        ordinal=ordinal,
-        text=text,
-        provenance=Provenance(document_id, filename, page, "", 0, 0, (), char_start, char_start + len(text), 0),
-    )
+    return records.chunk(text, tenant=tenant, document_id=document_id, ordinal=ordinal, filename=filename, page=page,
+                         char_start=char_start)
 
 
 class FakeIndex:

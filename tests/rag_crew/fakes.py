@@ -10,8 +10,9 @@ from collections.abc import Callable, Sequence
 
 from services.providers.base import GenerationRequest, GenerationResult, ProviderError, StreamEvent, TextBlock, Usage
 from services.rag.crew.evidence import Topic
-from services.rag.documents import Chunk, Provenance
+from services.rag.documents import Chunk
 from services.rag.retrieval import RetrievedChunk
+from tests.support import records
 
 Reply = Callable[[GenerationRequest], str]
 
@@ -55,8 +56,8 @@ class FakeProvider:
 
 
 def chunk(document_id: str, ordinal: int, text: str, tenant: str = "acme") -> Chunk:
-    return Chunk(f"{document_id}-c{ordinal}", tenant, ordinal, text,
-                 Provenance(document_id, "report.txt", 1, "", 0, 0, (), 0, len(text), 0))
+    return records.chunk(text, tenant=tenant, document_id=document_id, ordinal=ordinal, filename="report.txt",
+                         chunk_id=f"{document_id}-c{ordinal}")
 
 
 class FakeSearch:

@@ -9,7 +9,6 @@ then really called), the local model's loops tidied, and failures surfacing as d
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -22,6 +21,7 @@ from services.rag.crew import CrewRunner, CrewSettings
 from services.rag.crew.grounding import NO_ANSWER, UNSUPPORTED, Verdict
 from services.rag.documents import DocumentRecord, DocumentStatus
 from services.runtime.errors import DomainError
+from tests.support import records
 
 from .fakes import PASSAGES, FakeProvider, FakeSearch, FakeTopics, prompt_text
 
@@ -29,9 +29,8 @@ DOC = "doc-1"
 
 
 def record(document_id: str = DOC) -> DocumentRecord:
-    now = time.time()
-    return DocumentRecord(document_id, "acme", "report.txt", "text", "text/plain", "sha", 100,
-                          DocumentStatus.READY, now, now, chunk_count=len(PASSAGES))
+    return records.document(document_id=document_id, filename="report.txt", content_sha256="sha", size_bytes=100,
+                            status=DocumentStatus.READY, chunk_count=len(PASSAGES))
 
 
 async def document_text(tenant: str, document_id: str, limit: int) -> str:

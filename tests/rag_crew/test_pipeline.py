@@ -29,6 +29,7 @@ from services.rag.crew.grounding import Verdict
 from services.rag.documents import DocumentRecord, DocumentStatus, DocumentText, GraphSyncState, IngestOutcome, Section
 from services.rag.retrieval import RetrievedChunk
 from services.runtime.errors import DeadlineExceeded, DomainError, FailedPrecondition, InvalidArgument, NotFound
+from tests.support import records
 
 from .fakes import PASSAGES, chunk
 
@@ -37,9 +38,8 @@ SUMMARY = Summary(" ".join(PASSAGES[1:3]), PASSAGES[1:3], Engine("local", "extra
 
 
 def make_record(document_id: str = "doc-1", graph: GraphSyncState = GraphSyncState.PENDING) -> DocumentRecord:
-    now = time.time()
-    return DocumentRecord(document_id, "acme", "text-abc.txt", "text", "text/plain", "sha", len(TEXT),
-                          DocumentStatus.READY, now, now, chunk_count=2, graph_sync=graph)
+    return records.document(TEXT, document_id=document_id, filename="text-abc.txt", content_sha256="sha",
+                            status=DocumentStatus.READY, chunk_count=2, graph_sync=graph)
 
 
 class FakeLibrary:

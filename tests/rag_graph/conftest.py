@@ -4,14 +4,14 @@ PostgreSQL database when the module runs on both backends (``store_backend``).""
 from __future__ import annotations
 
 import pathlib
-import time
 
 import pytest
 
-from services.rag.documents import DocumentRecord, DocumentStatus, GraphSyncState, Section
+from services.rag.documents import DocumentRecord, GraphSyncState, Section
 from services.rag.graph_sync.outbox import GraphOutbox
 from services.rag.store import MetadataStore
 from services.storage.settings import StorageSettings
+from tests.support import records
 
 
 class Stores:
@@ -43,12 +43,9 @@ class Stores:
     def add_ready(self, tenant: str, document_id: str, text: str, title: str = "",
                   graph_sync: GraphSyncState = GraphSyncState.PENDING) -> DocumentRecord:
         """A READY document with one section (published as ingestion does, without chunks)."""
-        now = time.time()
-        record = DocumentRecord(
-            document_id=document_id, tenant=tenant, filename=f"{document_id}.md", file_type="markdown",
-            content_type="text/markdown", content_sha256=document_id * 2, size_bytes=len(text),
-            status=DocumentStatus.PENDING, create_time=now, update_time=now, graph_sync=graph_sync, title=title,
-        )
+        record = records.document(text, tenant=tenant, document_id=document_id, filename=f"{document_id}.md",
+                                  file_type="markdown", content_type="text/markdown", content_sha256=document_id * 2,
+                                  graph_sync=graph_sync, title=title)
         self.metadata.upsert_document(record)
         self.metadata.publish(record, [Section(text=text)], [], graph_sync)
         return self.metadata.get_document(tenant, document_id)

@@ -10,10 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 import psycopg
 import pytest
 
-from services.rag.documents import DocumentRecord, DocumentStatus, GraphSyncState, Section
+from services.rag.documents import GraphSyncState, Section
 from services.rag.graph_sync.pg_outbox import PostgresGraphOutbox
 from services.rag.store.pg_metadata import PostgresMetadataStore
 from services.storage.postgres import ACQUIRE_TIMEOUT_S, Postgres, migrate, migrations
+from tests.support import records
 
 
 def test_replicas_starting_together_apply_each_migration_once(postgres_dsn) -> None:
@@ -47,9 +48,8 @@ def db(postgres_dsn):
 
 
 def _ready(metadata: PostgresMetadataStore, tenant: str, document_id: str) -> None:
-    now = time.time()
-    record = DocumentRecord(document_id, tenant, f"{document_id}.txt", "text", "text/plain", document_id * 2, 4,
-                            DocumentStatus.PENDING, now, now, graph_sync=GraphSyncState.PENDING)
+    record = records.document("text", tenant=tenant, document_id=document_id, filename=f"{document_id}.txt",
+                              content_sha256=document_id * 2, graph_sync=GraphSyncState.PENDING)
     metadata.upsert_document(record)
     metadata.publish(record, [Section(text="text")], [], GraphSyncState.PENDING)
 
