@@ -13,8 +13,9 @@ from docuthinker.rag.v1 import rag_service_pb2_grpc as rag_grpc
 from services.nlp.settings import NlpSettings
 from services.nlp.spacy_pipeline import SpacyPipeline, get_pipeline
 from services.runtime import MeshSettings
+from tests.support.fake_services import FakeRag
 
-from .fakes import FakeRag, NoProviders
+from .fakes import NoProviders
 from .server import serve_nlp
 
 

@@ -1,16 +1,11 @@
-"""Test doubles at the NLP service's port boundaries: the LLM provider layer and the RAG service."""
+"""Test doubles at the NLP service's LLM provider boundary (the fake RAG service is ``tests/support/fake_services``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import grpc
-
-from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
-from docuthinker.rag.v1 import rag_service_pb2_grpc as rag_grpc
 from services.providers.base import GenerationRequest, GenerationResult, TextBlock, Usage
-from services.runtime import request_context
 from services.runtime.errors import FailedPrecondition
 
 
@@ -37,23 +32,4 @@ class NoProviders:
         raise FailedPrecondition(
             f"no LLM provider can serve task {task!r}: set ANTHROPIC_API_KEY to enable a provider",
             reason="NO_PROVIDER_AVAILABLE",
-        )
-
-
-class FakeRag(rag_grpc.RagServiceServicer):
-    """GetDocumentText over a dict of (tenant, document id) -> sections; records the tenants seen."""
-
-    def __init__(self) -> None:
-        self.documents: dict[tuple[str, str], list[str]] = {}
-        self.tenants: list[str] = []
-
-    async def GetDocumentText(self, request, context):
-        metadata = dict(context.invocation_metadata())
-        tenant = metadata.get(request_context.TENANT_HEADER, "default")
-        self.tenants.append(tenant)
-        sections = self.documents.get((tenant, request.document_id))
-        if sections is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"no document {request.document_id}")
-        return rag_pb.GetDocumentTextResponse(
-            sections=[rag_pb.GetDocumentTextResponse.Section(text=s) for s in sections]
         )

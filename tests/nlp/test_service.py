@@ -150,7 +150,8 @@ async def test_analyze_rejects_unknown_operations_before_streaming(nlp_server):
 
 
 async def test_document_id_reads_the_text_from_rag_for_the_callers_tenant(nlp_server):
-    nlp_server.rag.documents[("acme", "doc-1")] = ["The food was excellent.", "The service was terrible and slow."]
+    nlp_server.rag.add("", tenant="acme", document_id="doc-1",
+                       sections=["The food was excellent.", "The service was terrible and slow."])
     response = await nlp_server.stub.AnalyzeSentiment(
         pb.AnalyzeSentimentRequest(document_id="doc-1"), metadata=(("x-tenant-id", "acme"),)
     )
@@ -162,7 +163,7 @@ async def test_document_id_reads_the_text_from_rag_for_the_callers_tenant(nlp_se
 
 
 async def test_a_document_without_text_is_a_failed_precondition(nlp_server):
-    nlp_server.rag.documents[("default", "scan")] = ["   "]
+    nlp_server.rag.add("", tenant="default", document_id="scan", sections=["   "])
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await nlp_server.stub.ExtractEntities(pb.ExtractEntitiesRequest(document_id="scan"))
     assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION and _reason(caught.value) == "DOCUMENT_HAS_NO_TEXT"

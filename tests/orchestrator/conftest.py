@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from services.orchestrator.database import Database, SqlDatabase, open_database
+from tests.support.fake_services import FakeMesh
 
-from .fakes import FakeMesh
 from .harness import Orchestrator
 
 

@@ -11,8 +11,9 @@ from services.orchestrator.settings import OrchestratorSettings
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
 from services.runtime import MeshSettings, create_server
+from tests.support.fake_services import FakeMesh
 
-from .fakes import FakeMesh, HashingEncoder, ScriptedProvider
+from .fakes import HashingEncoder, ScriptedProvider
 
 # The gateway sets the role from the bearer token; a caller without one is a user.
 ADMIN = [("x-docuthinker-role", "admin")]

@@ -1,5 +1,5 @@
-"""Fakes at the ports of the graph feed: the extractor and writer ports (worker tests) and fake
-NLP and graph *gRPC services* (service tests: the real adapters and channels talk to them)."""
+"""Fakes at the ports of the graph feed: the extractor and writer ports (worker tests; the service tests serve
+``FakeExtractor`` through the shared fake NLP service, ``tests/support/fake_services``)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from docuthinker.graph.v1 import graph_service_pb2 as graph_pb
-from docuthinker.graph.v1 import graph_service_pb2_grpc as graph_grpc
-from docuthinker.nlp.v1 import nlp_service_pb2 as nlp_pb
-from docuthinker.nlp.v1 import nlp_service_pb2_grpc as nlp_grpc
-from services.runtime import ServiceBinding, current_tenant
+from services.runtime import current_tenant
 from services.runtime.errors import Unavailable
 
 
@@ -21,7 +17,6 @@ def capitalised_words(text: str) -> list[str]:
     return sorted(set(words), key=lambda w: (-words.count(w), w))
 
 
-# -- ports (worker tests) ------------------------------------------------------------------
 @dataclass
 class FakeExtractor:
     """Derives facts from the text itself, so a test sees its document's words come back."""
@@ -67,68 +62,3 @@ class FakeWriter:
 
 
 GRAPH_DOWN = Unavailable("graph: connection refused", reason="UNAVAILABLE")
-
-
-# -- gRPC services (service tests) ---------------------------------------------------------
-class FakeNlpService(nlp_grpc.NlpServiceServicer):
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str]] = []  # (tenant, method)
-
-    async def ExtractTopics(self, request, context):
-        self.requests.append((current_tenant(), "ExtractTopics"))
-        topics = await FakeExtractor().topics(request.text, request.max_topics or 10)
-        return nlp_pb.ExtractTopicsResponse(topics=[nlp_pb.Topic(name=n, weight=w) for n, w in topics])
-
-    async def ExtractEntities(self, request, context):
-        self.requests.append((current_tenant(), "ExtractEntities"))
-        entities = await FakeExtractor().entities(request.text, list(request.labels))
-        return nlp_pb.ExtractEntitiesResponse(
-            entities=[nlp_pb.Entity(text=n, label=t, count=c) for n, t, c in entities])
-
-
-class FakeGraphService(graph_grpc.GraphServiceServicer):
-    """Keeps the facts per (tenant, document); ``down`` makes every call UNAVAILABLE."""
-
-    def __init__(self) -> None:
-        self.documents: dict[tuple[str, str], dict] = {}
-        self.deleted: list[tuple[str, str]] = []
-        self.down = False
-        self.calls = 0
-
-    def _check(self) -> None:
-        self.calls += 1
-        if self.down:
-            raise GRAPH_DOWN
-
-    async def UpsertDocumentFacts(self, request_iterator, context):
-        self._check()
-        current = None
-        async for message in request_iterator:
-            which = message.WhichOneof("fact")
-            if which == "document":
-                current = {"title": message.document.title, "file_type": message.document.file_type,
-                           "topics": {}, "entities": {}}
-                self.documents[(current_tenant(), message.document.document_id)] = current
-            elif which == "topic":
-                current["topics"][message.topic.name] = message.topic.weight
-            elif which == "entity":
-                current["entities"][message.entity.name] = (message.entity.type, message.entity.count)
-        return graph_pb.UpsertDocumentFactsResponse(documents=1 if current else 0)
-
-    async def DeleteDocument(self, request, context):
-        self._check()
-        key = (current_tenant(), request.document_id)
-        self.deleted.append(key)
-        return graph_pb.DeleteDocumentResponse(deleted=self.documents.pop(key, None) is not None)
-
-
-def nlp_binding(service: FakeNlpService) -> ServiceBinding:
-    return ServiceBinding(
-        name="nlp", full_names=[nlp_pb.DESCRIPTOR.services_by_name["NlpService"].full_name],
-        register=lambda server: nlp_grpc.add_NlpServiceServicer_to_server(service, server))
-
-
-def graph_binding(service: FakeGraphService) -> ServiceBinding:
-    return ServiceBinding(
-        name="graph", full_names=[graph_pb.DESCRIPTOR.services_by_name["GraphService"].full_name],
-        register=lambda server: graph_grpc.add_GraphServiceServicer_to_server(service, server))

@@ -21,8 +21,9 @@ from services.rag.service import RagService
 from services.rag.settings import RagSettings
 from services.runtime import ChannelPool, MeshSettings, create_server
 from tests.support.embedders import HashEmbedder
+from tests.support.fake_services import FakeGraph, FakeNlp, binding
 
-from .fakes import FakeGraphService, FakeNlpService, graph_binding, nlp_binding
+from .fakes import FakeExtractor
 
 GUIDE = b"""# Turbine maintenance
 
@@ -38,9 +39,9 @@ class Peers:
 
     async def __aenter__(self) -> Peers:
         base = MeshSettings(downstream_timeout_s=10)
-        self.nlp, self.graph = FakeNlpService(), FakeGraphService()
-        self._servers = [await create_server(nlp_binding(self.nlp), base, port=0),
-                         await create_server(graph_binding(self.graph), base, port=0)]
+        self.nlp, self.graph = FakeNlp(extractor=FakeExtractor()), FakeGraph()
+        self._servers = [await create_server(binding("nlp", self.nlp), base, port=0),
+                         await create_server(binding("graph", self.graph), base, port=0)]
         self.ports = {"nlp_port": self._servers[0].port, "graph_port": self._servers[1].port}
         return self
 
@@ -114,12 +115,12 @@ async def test_ingestion_ends_pending_and_the_worker_syncs_in_the_background(tmp
         assert {tenant for tenant, _ in peers.nlp.requests} == {"acme"}
 
         # Re-index re-syncs.
-        upserts = peers.graph.calls
+        upserts = len(peers.graph.calls)
         reindexed = await rag.stub.ReindexDocument(pb.ReindexDocumentRequest(document_id=done.document_id),
                                                    metadata=TENANT)
         assert reindexed.document.graph_sync == documents_pb2.GRAPH_SYNC_STATUS_PENDING
         await rag.wait_for_sync(done.document_id)
-        assert peers.graph.calls == upserts + 1
+        assert len(peers.graph.calls) == upserts + 1
 
         # Delete reaches the graph.
         await rag.stub.DeleteDocument(pb.DeleteDocumentRequest(document_id=done.document_id), metadata=TENANT)
@@ -167,7 +168,7 @@ async def test_sync_switched_off_leaves_documents_disabled(tmp_path, peers) -> N
         assert done.graph_sync == documents_pb2.GRAPH_SYNC_STATUS_DISABLED
         await rag.stub.DeleteDocument(pb.DeleteDocumentRequest(document_id=done.document_id), metadata=TENANT)
         assert rag.service.graph.outbox.entries() == [] and rag.service.graph.worker is None
-    assert peers.nlp.requests == [] and peers.graph.calls == 0
+    assert peers.nlp.requests == [] and peers.graph.calls == []
 
 
 async def test_sync_resumes_within_seconds_of_the_graph_coming_back_despite_a_long_backoff(tmp_path, peers) -> None:
@@ -184,6 +185,6 @@ async def test_sync_resumes_within_seconds_of_the_graph_coming_back_despite_a_lo
         await _until(lambda: (entry := outbox.get("acme", done.document_id)) is not None and entry.attempts >= 1)
         assert outbox.get("acme", done.document_id).next_attempt_time > time.time() + 300
 
-        peers._servers[1] = await create_server(graph_binding(peers.graph), MeshSettings(), port=graph_port)
+        peers._servers[1] = await create_server(binding("graph", peers.graph), MeshSettings(), port=graph_port)
         await rag.wait_for_sync(done.document_id, timeout=60)  # far sooner than the backoff it was waiting out
         assert ("acme", done.document_id) in peers.graph.documents
