@@ -30,7 +30,7 @@ from grpc_status import rpc_status
 from bench.environment import describe as environment
 from docuthinker.nlp.v1 import nlp_service_pb2 as pb
 from docuthinker.nlp.v1 import nlp_service_pb2_grpc as pb_grpc
-from services.nlp.client import NlpClient
+from services.clients.nlp import NlpClient
 from services.runtime import MeshSettings, ServiceBinding, create_server, open_channel
 from services.runtime.errors import DomainError
 

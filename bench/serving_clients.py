@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import aiohttp
 import grpc
 
+from services.clients.rag import RagClient
 from services.rag.answers.answering import AnswerService
-from services.rag.client import RagClient
 
 WAYS = ("inprocess", "grpc", "rest")
 OPERATIONS = ("search", "query")

@@ -32,18 +32,11 @@ from typing import Any, TypeVar
 import ladybug
 import psutil
 
+from services.clients.results import DeleteResult, EntityMention, EntityView, GraphStats, RelatedDocument
 from services.graph import statements as q
 from services.graph.related import RANK_SLACK, assemble
 from services.graph.settings import GraphSettings
-from services.graph.store import (
-    DeleteResult,
-    DocumentFacts,
-    EntityMention,
-    EntityView,
-    GraphStats,
-    QueryResult,
-    RelatedDocument,
-)
+from services.graph.store import DocumentFacts, QueryResult
 from services.graph.tenancy import database_name
 from services.graph.values import node_json, path_json, relationship_json, to_json
 from services.graph.write_plans import Rows, delete_plan, run_sync, upsert_plan

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from services.graph.store import RelatedDocument
+from services.clients.results import RelatedDocument
 
 RANK_SLACK = 10
 """Extra rows fetched beyond the limit, so re-ranking rounded scores cannot drop a tied document."""

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from services.clients.results import DeleteResult, EntityView, GraphStats, RelatedDocument
+
 
 @dataclass(frozen=True)
 class TopicFact:
@@ -42,44 +44,6 @@ class DocumentFacts:
     @property
     def fact_count(self) -> int:
         return len(self.topics) + len(self.entities)
-
-
-@dataclass(frozen=True)
-class DeleteResult:
-    deleted: bool
-    orphans_removed: int
-
-
-@dataclass(frozen=True)
-class RelatedDocument:
-    document_id: str
-    title: str
-    score: float
-    shared_topics: tuple[str, ...] = ()
-    shared_entities: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class EntityMention:
-    document_id: str
-    title: str
-    count: int
-
-
-@dataclass(frozen=True)
-class EntityView:
-    name: str
-    type: str
-    documents: tuple[EntityMention, ...] = ()
-
-
-@dataclass(frozen=True)
-class GraphStats:
-    documents: int = 0
-    topics: int = 0
-    entities: int = 0
-    covers_edges: int = 0
-    mentions_edges: int = 0
 
 
 @dataclass(frozen=True)

@@ -13,20 +13,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from services.clients.results import UpsertSummary
 from services.graph.entity_resolution import display_name, entity_key, topic_key
 from services.graph.store import DocumentFacts, EntityFact, GraphStore, TopicFact
 from services.runtime.errors import FieldViolation, InvalidArgument
 
 MAX_ID_CHARS = 512
 MAX_NAME_CHARS = 512
-
-
-@dataclass(frozen=True)
-class UpsertSummary:
-    documents: int = 0
-    topics: int = 0
-    entities: int = 0
-    batches: int = 0
 
 
 def _invalid(field_name: str, description: str, reason: str = "INVALID_FACT") -> InvalidArgument:

@@ -11,8 +11,9 @@ from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from services.clients.results import DeleteResult
 from services.graph import statements as q
-from services.graph.store import DeleteResult, DocumentFacts
+from services.graph.store import DocumentFacts
 from services.runtime.errors import Internal
 
 Rows = list[dict[str, Any]]

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from importlib import metadata
 
-
-@dataclass(frozen=True)
-class Engine:
-    provider: str
-    """"local", "spacy", "vader", or the LLM provider ("anthropic", "openai", "gemini", ...)."""
-    model: str
+from services.clients.results import Engine
 
 
 def _version(distribution: str) -> str:

@@ -12,8 +12,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from services.clients.results import Engine
 from services.nlp import windows
-from services.nlp.engines import Engine
 from services.nlp.spacy_pipeline import NER_ONLY, SpacyPipeline
 from services.runtime.errors import FieldViolation, InvalidArgument
 

@@ -16,8 +16,8 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from services.clients.results import Engine
 from services.nlp import metering
-from services.nlp.engines import Engine
 from services.providers.base import GenerationRequest, GenerationResult, Message, ProviderError
 from services.runtime.errors import Unavailable
 

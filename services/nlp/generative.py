@@ -17,8 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from services.clients.results import Engine
 from services.nlp import engines, generation, grounding, windows
-from services.nlp.engines import Engine
 from services.nlp.generation import TextGenerator
 from services.nlp.grounding import Advice, Grounding
 from services.runtime.errors import DomainError, FieldViolation, InvalidArgument, Unavailable

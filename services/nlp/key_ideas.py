@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from services.clients.results import Engine
 from services.nlp import engines, generation
-from services.nlp.engines import Engine
 from services.nlp.generation import TextGenerator
 from services.nlp.prepared import PreparedText
 from services.nlp.salience import mmr, sentence_salience

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
+from services.clients.results import Engine
 from services.nlp import engines
-from services.nlp.engines import Engine
 from services.nlp.text import sentence_spans, words
 
 THRESHOLD = 0.05

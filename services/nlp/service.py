@@ -6,13 +6,13 @@ import asyncio
 import logging
 
 from docuthinker.nlp.v1 import nlp_service_pb2, nlp_service_pb2_grpc
+from services.clients.rag import RagClient
 from services.nlp.operations import NlpOperations
 from services.nlp.servicer import NlpServicer
 from services.nlp.settings import NlpSettings
 from services.nlp.sources import RagDocumentTexts
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
-from services.rag.client import RagClient
 from services.runtime import ChannelPool, MeshSettings, ServiceBinding
 
 FULL_NAME = nlp_service_pb2.DESCRIPTOR.services_by_name["NlpService"].full_name

@@ -6,7 +6,7 @@ from typing import Protocol
 
 import grpc
 
-from services.rag.client import RagApi
+from services.clients.rag import RagApi
 from services.runtime.errors import (
     FailedPrecondition,
     FieldViolation,

@@ -22,7 +22,7 @@ from functools import lru_cache
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from services.nlp.engines import Engine
+from services.clients.results import Engine
 from services.runtime.errors import FailedPrecondition
 
 _UNUSED = ("parser", "senter", "attribute_ruler", "lemmatizer")

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from services.clients.results import Engine
 from services.nlp import windows
-from services.nlp.engines import Engine
 from services.nlp.prepared import PreparedText
 from services.nlp.salience import mmr
 from services.nlp.spacy_pipeline import TAGGING, SpacyPipeline

@@ -8,9 +8,9 @@ import signal
 from aiohttp import web
 
 from gateway import request_validation
+from services.clients.rag import RagClient
 from services.openai_api.answers import AnswerEngine
 from services.openai_api.app import create_app
-from services.rag.client import RagClient
 from services.runtime import ChannelPool, MeshSettings, logs, mesh_auth
 
 

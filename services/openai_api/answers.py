@@ -1,5 +1,5 @@
 """The answer engine behind the chat API: the rag service's grounded Query, StreamQuery and AgentQuery
-through its typed client (``services.rag.client``)."""
+through its typed client (``services.clients.rag``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from docuthinker.rag.v1 import answers_pb2
+from services.clients.rag import RagClient
 from services.openai_api import errors
 from services.orchestrator.tokens import estimate_tokens
-from services.rag.client import RagClient
 from services.runtime.errors import RemoteError
 from services.runtime.request_context import TENANT_HEADER
 

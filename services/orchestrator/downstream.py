@@ -1,6 +1,6 @@
 """The other services of the mesh as the orchestrator calls them: each through its circuit breaker.
 
-The typed clients (``services/<service>/client.py``) raise ``runtime.errors.RemoteError``, which
+The typed clients (``services/clients/<service>.py``) raise ``runtime.errors.RemoteError``, which
 keeps the remote ``google.rpc.Status``, so a caller's mistake reported by the NLP service reaches
 the orchestrator's caller unchanged. Which failures open a circuit, and which are worth a retry
 or a dead letter, is decided here, once.
@@ -15,10 +15,10 @@ from typing import Any, TypeVar, cast
 
 import grpc
 
-from services.graph.client import GraphApi
-from services.nlp.client import NlpApi
+from services.clients.graph import GraphApi
+from services.clients.nlp import NlpApi
+from services.clients.rag import RagApi
 from services.orchestrator.circuit_breaker import CircuitBreakers
-from services.rag.client import RagApi
 from services.runtime.errors import DomainError
 
 T = TypeVar("T")

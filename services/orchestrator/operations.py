@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from services.nlp.client import LlmUsage
+from services.clients.nlp import LlmUsage
 from services.orchestrator import graph_queries
 from services.orchestrator.chat import ChatResponder
 from services.orchestrator.costs import CostTracker

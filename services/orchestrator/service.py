@@ -17,9 +17,10 @@ from docuthinker.graph.v1 import graph_service_pb2
 from docuthinker.nlp.v1 import nlp_service_pb2
 from docuthinker.orchestrator.v1 import orchestrator_service_pb2, orchestrator_service_pb2_grpc
 from docuthinker.rag.v1 import rag_service_pb2
-from services.graph.client import GraphClient
+from services.clients.graph import GraphClient
+from services.clients.nlp import NlpClient
+from services.clients.rag import RagClient
 from services.models.embedder import get_embedder
-from services.nlp.client import NlpClient
 from services.orchestrator.agent_loop import AgentLoop
 from services.orchestrator.batch import BatchProcessor
 from services.orchestrator.chat import ChatResponder
@@ -55,7 +56,6 @@ from services.providers.model_server import ModelServerFile
 from services.providers.pricing import load_price_table
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
-from services.rag.client import RagClient
 from services.runtime import ChannelPool, MeshSettings, ServiceBinding
 from services.runtime.backoff import Backoff
 from services.storage.settings import StorageSettings

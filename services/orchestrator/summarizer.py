@@ -6,7 +6,7 @@ fit the model's context window.
 
 from __future__ import annotations
 
-from services.nlp.client import NlpApi
+from services.clients.nlp import NlpApi
 from services.orchestrator.conversations import Summarize
 from services.orchestrator.llm import LanguageModels
 from services.providers.base import GenerationRequest, Message

@@ -13,7 +13,7 @@ import functools
 import grpc
 
 from docuthinker.rag.v1 import rag_service_pb2, rag_service_pb2_grpc
-from services.graph.client import GraphClient
+from services.clients.graph import GraphClient
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
 from services.rag.analysis.settings import AnalysisSettings

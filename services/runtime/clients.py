@@ -1,5 +1,5 @@
 """The client side of the mesh: one channel per peer, owned by the service binding, and the
-base of the typed clients (``services/<service>/client.py``).
+base of the typed clients (``services/clients/<service>.py``).
 
 A ``ChannelPool`` opens a peer's channel on first use (a ``grpc.aio`` channel belongs to the
 event loop that creates it, and a binding is built before the server's loop runs) and the

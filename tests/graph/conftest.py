@@ -21,7 +21,7 @@ import pytest
 from pydantic import SecretStr
 from servicer_view import ServicerView
 
-from services.graph.client import DocumentUpsert
+from services.clients.graph import DocumentUpsert
 from services.graph.knowledge_graph import KnowledgeGraph
 from services.graph.settings import GraphSettings, Neo4jSettings
 from services.graph.store import GraphStore

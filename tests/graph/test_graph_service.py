@@ -12,7 +12,7 @@ from grpc_status import rpc_status
 
 from docuthinker.graph.v1 import graph_service_pb2 as pb
 from docuthinker.graph.v1 import graph_service_pb2_grpc as pb_grpc
-from services.graph.client import DocumentUpsert, GraphClient
+from services.clients.graph import DocumentUpsert, GraphClient
 from services.graph.neo4j_store import Neo4jGraphStore
 from services.graph.service import binding
 from services.graph.settings import GraphSettings, Neo4jSettings

@@ -13,10 +13,10 @@ import random
 import pytest
 from servicer_view import ServicerView
 
-from services.graph.client import DocumentUpsert
+from services.clients.graph import DocumentUpsert
+from services.clients.results import EntityMention, GraphStats
 from services.graph.knowledge_graph import KnowledgeGraph
 from services.graph.settings import GraphSettings
-from services.graph.store import EntityMention, GraphStats
 from services.runtime.errors import DeadlineExceeded, FailedPrecondition, InvalidArgument, NotFound
 
 ALPHA = DocumentUpsert(

@@ -8,12 +8,12 @@ from contextlib import asynccontextmanager
 import grpc
 
 from docuthinker.nlp.v1 import nlp_service_pb2_grpc as pb_grpc
+from services.clients.rag import RagClient
 from services.nlp.generation import TextGenerator
 from services.nlp.operations import NlpOperations
 from services.nlp.servicer import NlpServicer
 from services.nlp.settings import NlpSettings
 from services.nlp.sources import RagDocumentTexts
-from services.rag.client import RagClient
 from services.runtime import ChannelPool, MeshSettings, ServiceBinding, create_server
 
 

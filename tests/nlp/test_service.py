@@ -170,8 +170,8 @@ async def test_a_document_without_text_is_a_failed_precondition(nlp_server):
 
 
 async def test_rag_down_is_unavailable():
+    from services.clients.rag import RagClient
     from services.nlp.sources import RagDocumentTexts
-    from services.rag.client import RagClient
     from services.runtime import ChannelPool, MeshSettings
     from services.runtime.errors import Unavailable
 

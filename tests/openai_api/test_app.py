@@ -11,9 +11,9 @@ from google.rpc import code_pb2, status_pb2
 from docuthinker.rag.v1 import answers_pb2
 from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
 from docuthinker.rag.v1 import rag_service_pb2_grpc as rag_grpc
+from services.clients.rag import RagClient
 from services.openai_api.answers import AnswerEngine
 from services.openai_api.app import create_app
-from services.rag.client import RagClient
 
 ANSWER = answers_pb2.Answer(
     answer="The inspector is Dana Whitfield [1].", support_status=answers_pb2.SUPPORT_STATUS_SUPPORTED,

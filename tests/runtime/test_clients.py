@@ -21,10 +21,10 @@ from docuthinker.orchestrator.v1 import orchestrator_service_pb2_grpc as orch_gr
 from docuthinker.rag.v1 import answers_pb2, documents_pb2
 from docuthinker.rag.v1 import rag_service_pb2 as rag_pb
 from docuthinker.rag.v1 import rag_service_pb2_grpc as rag_grpc
-from services.graph.client import GraphClient
-from services.nlp.client import Entity, LlmUsage, NlpClient, Topic
-from services.orchestrator.client import OrchestratorClient
-from services.rag.client import RagClient
+from services.clients.graph import GraphClient
+from services.clients.nlp import Entity, LlmUsage, NlpClient, Topic
+from services.clients.orchestrator import OrchestratorClient
+from services.clients.rag import RagClient
 from services.runtime import ChannelPool, MeshSettings, ServiceBinding, create_server, request_context
 from services.runtime.errors import (
     Aborted,

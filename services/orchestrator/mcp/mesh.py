@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
-from services.graph.client import DocumentUpsert, GraphClient
-from services.nlp.client import NlpClient
-from services.orchestrator.client import OrchestratorClient
+from services.clients.graph import DocumentUpsert, GraphClient
+from services.clients.nlp import NlpClient
+from services.clients.orchestrator import OrchestratorClient
+from services.clients.rag import RagClient
 from services.orchestrator.mcp import documents
-from services.rag.client import RagClient
 from services.runtime import request_context
 from services.runtime.clients import ChannelPool
 from services.runtime.config import MeshSettings
@@ -71,7 +71,7 @@ class MeshGateway:
 
     # -- NLP ------------------------------------------------------------------------------
     async def nlp(self, operation: str, text: str, document: str = "", **options: Any) -> dict[str, Any]:
-        """An NLP operation (``services.nlp.client.OPERATIONS``) on inline text or a stored document, as JSON."""
+        """An NLP operation (``services.clients.nlp.OPERATIONS``) on inline text or a stored document, as JSON."""
         source = await self.source(text, document)
         with self._as_tenant():
             data = (await self._nlp.analysis(operation, source, timeout=LONG_CALL_S, **options)).data

@@ -1,7 +1,7 @@
 """The NLP service as the analysis pipeline (and the crew's ``document_topics``) need it.
 
 Text is sent inline: NLP fetching a document's text by id would be a round trip back into
-this very service. ``services.nlp.client.NlpClient`` is the mesh's implementation; calls run
+this very service. ``services.clients.nlp.NlpClient`` is the mesh's implementation; calls run
 in the RPC's request context, so the tenant, request id and the caller's remaining deadline
 travel with them.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from services.nlp.client import Engine, Sentiment, Summary, Topic, Translation
+from services.clients.nlp import Engine, Sentiment, Summary, Topic, Translation
 
 __all__ = ["Engine", "NlpPort", "Sentiment", "Summary", "Translation"]
 

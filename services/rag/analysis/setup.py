@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from services.nlp.client import NlpClient
+from services.clients.nlp import NlpClient
 from services.providers.router import Router
 from services.providers.settings import ProviderSettings
 from services.rag.analysis.answers import RagAnswers

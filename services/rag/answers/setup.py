@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from services.graph.client import GraphApi
+from services.clients.graph import GraphApi
 from services.providers.router import Router
 from services.rag.agents.graph import AgentGraph
 from services.rag.agents.planner import Planner

@@ -3,7 +3,7 @@
 ``EvidenceSearch`` is the RAG service's own hybrid retrieval (the crew runs inside the RAG
 service, so it is called in process: no loopback hop through the server's interceptors and
 serialisation, and the tenant is passed explicitly rather than trusted from a header).
-``TopicSource`` is the NLP service's ExtractTopics (``services.nlp.client.NlpClient``).
+``TopicSource`` is the NLP service's ExtractTopics (``services.clients.nlp.NlpClient``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from services.nlp.client import Topic
+from services.clients.nlp import Topic
 from services.rag.retrieval import RetrievedChunk
 
 

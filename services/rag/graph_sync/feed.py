@@ -1,7 +1,7 @@
 """What the knowledge graph learns about a document: its text -> NLP topics and entities -> graph.
 
 Two ports keep the transport out of the domain: ``FactExtractor`` (the NLP service's
-ExtractTopics and ExtractEntities) and ``GraphWriter`` (``services.graph.client.GraphClient``
+ExtractTopics and ExtractEntities) and ``GraphWriter`` (``services.clients.graph.GraphClient``
 satisfies it). ``mesh_feed`` wires both to the mesh over the service's ``ChannelPool``; every call runs
 in a request context bound to the document's tenant, so the tenant, a request id and a
 deadline travel with it although no RPC of a caller is in progress (the worker runs in the
@@ -21,10 +21,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from services.graph.client import GraphClient
+from services.clients.graph import GraphClient
+from services.clients.nlp import NlpClient
 from services.graph.entity_resolution import entity_key, topic_key
 from services.graph.upsert_batching import MAX_NAME_CHARS
-from services.nlp.client import NlpClient
 from services.rag.documents import DocumentRecord, Section
 from services.rag.graph_sync.entity_filter import clean_entities
 from services.rag.graph_sync.settings import GraphSyncSettings

@@ -17,8 +17,7 @@ from google.protobuf import json_format
 
 from docuthinker.graph.v1 import graph_service_pb2 as pb
 from docuthinker.graph.v1 import graph_service_pb2_grpc as pb_grpc
-from services.graph.store import DeleteResult, EntityMention, EntityView, GraphStats, RelatedDocument
-from services.graph.upsert_batching import UpsertSummary
+from services.clients.results import DeleteResult, EntityMention, EntityView, GraphStats, RelatedDocument, UpsertSummary
 from services.runtime.clients import ServiceClient
 
 

@@ -19,7 +19,7 @@ from google.protobuf import json_format
 from docuthinker.rag.v1 import answers_pb2
 from docuthinker.rag.v1 import rag_service_pb2 as pb
 from docuthinker.rag.v1 import rag_service_pb2_grpc as pb_grpc
-from services.nlp.client import LlmUsage
+from services.clients.nlp import LlmUsage
 from services.runtime.clients import ServiceClient
 
 

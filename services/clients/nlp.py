@@ -18,7 +18,7 @@ from google.protobuf import json_format
 
 from docuthinker.nlp.v1 import nlp_service_pb2 as pb
 from docuthinker.nlp.v1 import nlp_service_pb2_grpc as pb_grpc
-from services.nlp.engines import Engine
+from services.clients.results import Engine
 from services.runtime.clients import ServiceClient
 
 _LABELS = {
