@@ -38,8 +38,8 @@ from services.providers.errors import (
     retry_after_from_headers,
     timeout_error,
 )
+from services.providers.hosted import HostedProvider
 from services.providers.json_output import object_schema, unwrap
-from services.providers.pricing import PriceTable
 
 NAME = "anthropic"
 JSON_TOOL = "emit_json"
@@ -48,24 +48,12 @@ _EPHEMERAL = {"type": "ephemeral"}
 _SAMPLING_MODELS = re.compile(r"claude-3|claude-(sonnet|opus|haiku)-4(-[0-6])?(-\d{8})?$")
 
 
-class AnthropicProvider:
+class AnthropicProvider(HostedProvider):
     name = NAME
+    _client: anthropic.AsyncAnthropic
 
-    def __init__(
-        self,
-        *,
-        api_key: str,
-        model: str,
-        prices: PriceTable,
-        base_url: str | None = None,
-        timeout_s: float = 60.0,
-    ) -> None:
-        self.model = model
-        self.context_window = prices.context_window(model)
-        self._prices = prices
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s
-        )
+    def _connect(self, api_key: str, base_url: str | None, timeout_s: float) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         deadline = Deadline(NAME, request.timeout_s)

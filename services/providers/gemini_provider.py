@@ -41,36 +41,25 @@ from services.providers.errors import (
     connection_error,
     retry_after_from_headers,
 )
-from services.providers.pricing import PriceTable
+from services.providers.hosted import HostedProvider
 
 NAME = "gemini"
 API_VERSION = "v1beta"
 _DURATION = re.compile(r"^([0-9.]+)s$")
 
 
-class GeminiProvider:
+class GeminiProvider(HostedProvider):
     name = NAME
+    _client: genai.Client
 
-    def __init__(
-        self,
-        *,
-        api_key: str,
-        model: str,
-        prices: PriceTable,
-        base_url: str | None = None,
-        timeout_s: float = 60.0,
-    ) -> None:
-        self.model = model
-        self.context_window = prices.context_window(model)
-        self._prices = prices
-        self._timeout_s = timeout_s
+    def _connect(self, api_key: str, base_url: str | None, timeout_s: float) -> genai.Client:
         options = types.HttpOptions(
             base_url=base_url,
             api_version=API_VERSION,
             timeout=int(timeout_s * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
         )
-        self._client = genai.Client(api_key=api_key, http_options=options)
+        return genai.Client(api_key=api_key, http_options=options)
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         deadline = Deadline(NAME, request.timeout_s)

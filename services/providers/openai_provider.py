@@ -36,31 +36,21 @@ from services.providers.errors import (
     retry_after_from_headers,
     timeout_error,
 )
-from services.providers.pricing import PriceTable
+from services.providers.hosted import HostedProvider
 
 NAME = "openai"
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "function_call": "tool_use"}
 
 
-class OpenAIProvider:
+class OpenAIProvider(HostedProvider):
     name = NAME
+    _client: openai.AsyncOpenAI
 
-    def __init__(
-        self,
-        *,
-        api_key: str,
-        model: str,
-        prices: PriceTable,
-        base_url: str | None = None,
-        timeout_s: float = 60.0,
-    ) -> None:
-        self.model = model
-        self.context_window = prices.context_window(model)
-        self._prices = prices
+    def _connect(self, api_key: str, base_url: str | None, timeout_s: float) -> openai.AsyncOpenAI:
         # OpenAI itself wants max_completion_tokens; compatible servers mostly know max_tokens only.
         official = base_url is None or "api.openai.com" in base_url
         self.max_tokens_field = "max_completion_tokens" if official else "max_tokens"
-        self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        return openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         deadline = Deadline(NAME, request.timeout_s)
