@@ -11,15 +11,15 @@ from typing import Any
 
 from services.clients.results import DeleteResult, EntityView, GraphStats, RelatedDocument
 from services.graph.cypher_guard import check_read_only
-from services.graph.entity_resolution import entity_key
 from services.graph.query_cost import check_generated_items
 from services.graph.query_params import validate_params
 from services.graph.query_sizes import check_value_sizes
 from services.graph.settings import GraphSettings
 from services.graph.store import GraphStore, QueryResult
-from services.graph.upsert_batching import MAX_ID_CHARS, UpsertBatcher
+from services.graph.upsert_batching import UpsertBatcher
 from services.runtime import request_context
 from services.runtime.errors import DeadlineExceeded, FieldViolation, InvalidArgument, NotFound
+from services.vocabulary.entity_resolution import MAX_ID_CHARS, entity_key
 
 DEFAULT_RELATED = 10
 MAX_RELATED = 100

@@ -14,12 +14,9 @@ import math
 from dataclasses import dataclass, field
 
 from services.clients.results import UpsertSummary
-from services.graph.entity_resolution import display_name, entity_key, topic_key
 from services.graph.store import DocumentFacts, EntityFact, GraphStore, TopicFact
 from services.runtime.errors import FieldViolation, InvalidArgument
-
-MAX_ID_CHARS = 512
-MAX_NAME_CHARS = 512
+from services.vocabulary.entity_resolution import MAX_ID_CHARS, MAX_NAME_CHARS, display_name, entity_key, topic_key
 
 
 def _invalid(field_name: str, description: str, reason: str = "INVALID_FACT") -> InvalidArgument:

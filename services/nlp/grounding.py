@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from services.nlp import key_ideas, summarize
 from services.nlp.prepared import PreparedText, prose_like
-from services.nlp.text import STOPWORDS, words
+from services.vocabulary.text import STOPWORDS, words
 
 _QUESTION_TEMPLATES = (
     'What evidence in the document supports this point: "{idea}"?',

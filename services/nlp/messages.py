@@ -9,9 +9,10 @@ from google.protobuf.message import Message
 
 from docuthinker.nlp.v1 import nlp_service_pb2 as pb
 from services.clients.results import Engine
-from services.nlp import analytics, analyze, entities, generative, key_ideas, metering, sentiment, summarize, topics
+from services.nlp import analyze, entities, generative, key_ideas, metering, sentiment, summarize, topics
 from services.nlp.engines import TEXT_STATS
 from services.runtime.errors import FieldViolation, InvalidArgument, status_from_exception
+from services.vocabulary import analytics
 
 _LABELS = {
     sentiment.Label.POSITIVE: pb.SENTIMENT_LABEL_POSITIVE,

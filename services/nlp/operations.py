@@ -12,11 +12,12 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from services.nlp import analytics, entities, generative, grounding, key_ideas, sentiment, summarize, topics
+from services.nlp import entities, generative, grounding, key_ideas, sentiment, summarize, topics
 from services.nlp.generation import TextGenerator
 from services.nlp.prepared import PreparedText
 from services.nlp.settings import NlpSettings
 from services.nlp.spacy_pipeline import SpacyPipeline, get_pipeline
+from services.vocabulary import analytics
 
 log = logging.getLogger("docuthinker.nlp")
 

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from services.nlp.text import STOPWORDS, bounded_spans, sentence_spans, words
+from services.vocabulary.text import STOPWORDS, bounded_spans, sentence_spans, words
 
 MIN_CANDIDATE_WORDS = 4
 """Shorter "sentences" (headings, list stubs, table cells) are not summary material."""

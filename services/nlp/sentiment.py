@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from services.clients.results import Engine
 from services.nlp import engines
-from services.nlp.text import sentence_spans, words
+from services.vocabulary.text import sentence_spans, words
 
 THRESHOLD = 0.05
 

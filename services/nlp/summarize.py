@@ -21,8 +21,8 @@ from services.nlp import engines, generation
 from services.nlp.generation import TextGenerator
 from services.nlp.prepared import PreparedText
 from services.nlp.salience import mmr, sentence_salience
-from services.nlp.text import sentence_spans, words
 from services.runtime.errors import DomainError, FieldViolation, InvalidArgument
+from services.vocabulary.text import sentence_spans, words
 
 log = logging.getLogger("docuthinker.nlp.summarize")
 

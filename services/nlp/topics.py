@@ -22,8 +22,8 @@ from services.nlp import windows
 from services.nlp.prepared import PreparedText
 from services.nlp.salience import mmr
 from services.nlp.spacy_pipeline import TAGGING, SpacyPipeline
-from services.nlp.text import STOPWORDS
 from services.runtime.errors import FieldViolation, InvalidArgument
+from services.vocabulary.text import STOPWORDS
 
 DEFAULT_TOPICS = 10
 MAX_TOPICS = 50

@@ -15,10 +15,10 @@ from typing import Any
 
 import jsonschema
 
-from services.nlp import analytics
 from services.orchestrator.operations import Operations
 from services.providers.base import ToolSpec
 from services.runtime.errors import FieldViolation, InvalidArgument, NotFound
+from services.vocabulary import analytics
 
 BUILTIN = "builtin"
 

@@ -9,8 +9,8 @@ import pytest
 
 from services.nlp.prepared import PreparedText
 from services.nlp.summarize import Limits, Style, extractive, summarize
-from services.nlp.text import words
 from services.runtime.errors import InvalidArgument
+from services.vocabulary.text import words
 
 from .documents import NEAR_DUPLICATES, OFF_TOPIC, SOLAR
 from .fakes import NoProviders, ScriptedGenerator

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services.nlp import windows
-from services.nlp.text import sentence_spans, sentences
+from services.vocabulary.text import sentence_spans, sentences
 
 
 def _paragraphs(n: int) -> str:

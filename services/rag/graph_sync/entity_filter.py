@@ -6,7 +6,7 @@ in lower case) and a fragment of a word that PDF extraction split ("Infor" of "I
 also has the joined "information"). Merged, within the document, the counts going to the longest name: a
 surname alone into the one full name ending with it ("Smith" into "Jane Smith"), and an acronym into the
 one name whose initials it is ("IBM" into "International Business Machines"). Across documents, names meet
-through ``services.graph.entity_resolution.entity_key`` (case, accents, punctuation, legal suffixes).
+through ``services.vocabulary.entity_resolution.entity_key`` (case, accents, punctuation, legal suffixes).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from services.graph.entity_resolution import entity_key
+from services.vocabulary.entity_resolution import entity_key
 
 Entity = tuple[str, str, int]
 NUMERIC_LABELS = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY"})

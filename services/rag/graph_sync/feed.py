@@ -23,13 +23,12 @@ from typing import Any, Protocol
 
 from services.clients.graph import GraphClient
 from services.clients.nlp import NlpClient
-from services.graph.entity_resolution import entity_key, topic_key
-from services.graph.upsert_batching import MAX_NAME_CHARS
 from services.rag.documents import DocumentRecord, Section
 from services.rag.graph_sync.entity_filter import clean_entities
 from services.rag.graph_sync.settings import GraphSyncSettings
 from services.runtime import ChannelPool, request_context
 from services.runtime.errors import DomainError
+from services.vocabulary.entity_resolution import MAX_NAME_CHARS, entity_key, topic_key
 
 log = logging.getLogger("docuthinker.rag.graph")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.graph.entity_resolution import display_name, entity_key, topic_key
+from services.vocabulary.entity_resolution import display_name, entity_key, topic_key
 
 
 @pytest.mark.parametrize(

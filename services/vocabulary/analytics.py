@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from services.nlp.text import STOPWORDS, paragraphs, sentence_spans, words
+from services.vocabulary.text import STOPWORDS, paragraphs, sentence_spans, words
 
 READING_WPM = 250
 

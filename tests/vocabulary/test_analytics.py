@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.nlp.analytics import ceil_minutes, compute, syllables
+from services.vocabulary.analytics import ceil_minutes, compute, syllables
 
 # 12 words, 3 sentences, 2 paragraphs. Syllables (heuristic, counted by hand):
 # The1 cat1 sat1 on1 the1 mat1 It1 was1 happy2 Dogs1 bark1 loudly2 = 14.

@@ -11,6 +11,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
+MAX_ID_CHARS = 512
+"""The longest document id the graph takes."""
+MAX_NAME_CHARS = 512
+"""The longest topic, entity or title name the graph keeps (longer ones are cut: rag cuts them before sending)."""
+
 # Trailing legal-form words dropped from entity names (repeatedly: "Acme Co., Ltd." -> "acme").
 CORPORATE_SUFFIXES = frozenset(
     """inc incorporated corp corporation co company ltd limited llc llp lp plc gmbh ag sa sarl bv nv
