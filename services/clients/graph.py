@@ -18,7 +18,7 @@ from google.protobuf import json_format
 from docuthinker.graph.v1 import graph_service_pb2 as pb
 from docuthinker.graph.v1 import graph_service_pb2_grpc as pb_grpc
 from services.clients.results import DeleteResult, EntityMention, EntityView, GraphStats, RelatedDocument, UpsertSummary
-from services.runtime.clients import ServiceClient
+from services.runtime.clients import ServiceClient, tenant_metadata
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,8 @@ class GraphApi(Protocol):
 
     async def delete_document(self, document_id: str) -> DeleteResult: ...
 
-    async def related(self, document_id: str, limit: int = 10) -> list[RelatedDocument]: ...
+    async def related(self, document_id: str, limit: int = 10, *, tenant: str | None = None) -> list[RelatedDocument]:
+        ...
 
     async def entity(self, name: str) -> EntityView: ...
 
@@ -89,9 +90,10 @@ class GraphClient(ServiceClient):
         reply = await self._unary("DeleteDocument", pb.DeleteDocumentRequest(document_id=document_id))
         return DeleteResult(reply.deleted, reply.orphans_removed)
 
-    async def related(self, document_id: str, limit: int = 10) -> list[RelatedDocument]:
+    async def related(self, document_id: str, limit: int = 10, *, tenant: str | None = None) -> list[RelatedDocument]:
+        """``tenant``'s documents related to one of its documents (the caller's tenant when not named)."""
         request = pb.GetRelatedDocumentsRequest(document_id=document_id, limit=limit)
-        reply = await self._unary("GetRelatedDocuments", request)
+        reply = await self._unary("GetRelatedDocuments", request, metadata=tenant_metadata(tenant))
         return [
             RelatedDocument(d.document_id, d.title, d.score, tuple(d.shared_topics), tuple(d.shared_entities))
             for d in reply.documents

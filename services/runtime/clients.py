@@ -16,6 +16,7 @@ from typing import Any, ClassVar, TypeAlias
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from services.runtime import request_context
 from services.runtime.channels import service_channel
 from services.runtime.config import MeshSettings
 from services.runtime.errors import remote_error
@@ -58,6 +59,11 @@ class ChannelPool:
 
 Peer: TypeAlias = ChannelPool | grpc.aio.Channel
 """Where a typed client's calls go: a pool (the service's own peers) or one channel (tests, tools)."""
+
+
+def tenant_metadata(tenant: str | None) -> tuple[tuple[str, str], ...]:
+    """Call metadata naming ``tenant`` (it wins over the caller's ambient one); none for ``None``."""
+    return () if tenant is None else ((request_context.TENANT_HEADER, tenant),)
 
 
 class ServiceClient:

@@ -82,10 +82,10 @@ def test_reranker_hook_sees_the_whole_pool_and_reorders_it():
 
 
 async def test_graph_expansion_appends_chunks_of_related_documents():
-    asked: list[tuple[str, int]] = []
+    asked: list[tuple[str, str, int]] = []
 
-    async def related(document_id: str, limit: int):
-        asked.append((document_id, limit))
+    async def related(tenant: str, document_id: str, limit: int):
+        asked.append((tenant, document_id, limit))
         return ["d2"] if document_id == "d1" else []
 
     hybrid, _ = retriever(related_documents=related)
@@ -94,5 +94,5 @@ async def test_graph_expansion_appends_chunks_of_related_documents():
     hits = await hybrid.search("acme", "turbine blades inspected", top_k=2, document_ids=["d1"], expand_with_graph=True)
     assert [h.chunk.document_id for h in hits if not h.via_graph] == ["d1", "d1"]
     assert [h.chunk.document_id for h in hits if h.via_graph] == ["d2"]
-    assert asked == [("d1", 3)]
+    assert asked == [("acme", "d1", 3)], "the tenant goes with the call, explicitly"
     assert isinstance(hits[0], RetrievedChunk)

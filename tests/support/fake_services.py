@@ -320,6 +320,14 @@ class FakeGraph(_Switched, graph_grpc.GraphServiceServicer):
         await self.switch.guard(context, "GetGraphStats")
         return graph_pb.GetGraphStatsResponse(documents=1, backend="fake")
 
+    async def GetRelatedDocuments(self, request, context):
+        """The caller's other documents (those it sent facts for), in the order they came."""
+        tenant = await self.switch.guard(context, "GetRelatedDocuments")
+        others = [d for t, d in self.documents if t == tenant and d != request.document_id]
+        return graph_pb.GetRelatedDocumentsResponse(documents=[
+            graph_pb.RelatedDocument(document_id=d, title=self.documents[(tenant, d)]["title"], score=1.0)
+            for d in others[: request.limit or 10]])
+
     async def UpsertDocumentFacts(self, request_iterator, context):
         tenant = await self.switch.guard(context, "UpsertDocumentFacts")
         current = None

@@ -32,9 +32,9 @@ def _serves(router: Router, task: str) -> bool:
 def graph_related(graph: GraphApi) -> RelatedDocuments:
     """Related documents from the graph service; best effort (a graph outage means no expansion)."""
 
-    async def related(document_id: str, limit: int) -> Sequence[str]:
+    async def related(tenant: str, document_id: str, limit: int) -> Sequence[str]:
         try:
-            return [d.document_id for d in await graph.related(document_id, limit)]
+            return [d.document_id for d in await graph.related(document_id, limit, tenant=tenant)]
         except DomainError as exc:
             log.warning("graph expansion skipped", extra={"fields": {"document_id": document_id, "error": str(exc)}})
             return []

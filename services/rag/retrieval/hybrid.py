@@ -137,7 +137,7 @@ class HybridRetriever:
         seen_docs = list(dict.fromkeys(h.chunk.document_id for h in hits))
         related: list[str] = []
         for doc in seen_docs[: self.config.graph_seed_documents]:
-            for other in await self._related(doc, self.config.graph_related_limit):
+            for other in await self._related(tenant, doc, self.config.graph_related_limit):
                 if other not in seen_docs and other not in related:
                     related.append(other)
         if not related:

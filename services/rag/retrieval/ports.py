@@ -46,5 +46,6 @@ class QueryEncoder(Protocol):
         ...
 
 
-RelatedDocuments = Callable[[str, int], Awaitable[Sequence[str]]]
-"""``related(document_id, limit)``: ids of documents linked to one document in the knowledge graph."""
+RelatedDocuments = Callable[[str, str, int], Awaitable[Sequence[str]]]
+"""``related(tenant, document_id, limit)``: ids of the tenant's documents linked to one of its documents in the
+knowledge graph."""
