@@ -1,6 +1,6 @@
 """What a benchmark ran on: CPUs, load, the embedding device actually used, library versions.
 
-The device is the one the embedder resolved (``services.models.embedder.resolve_device``):
+The device is the one the embedder resolved (``services.runtime.devices.compute_device``):
 ``DOCUTHINKER_DEVICE=cuda`` falls back to the CPU when torch sees no GPU, so the requested and
 the used device are both recorded. Looking at the GPU never initialises CUDA on a CPU-only
 machine beyond ``torch.cuda.is_available()``.
@@ -35,7 +35,7 @@ def gpu() -> dict:
 def describe(embedder_device: str | None = None) -> dict:
     """``embedder_device``: the device the benchmark's embedder reported (None: not loaded here)."""
     from services.models.cpu_features import cpu_features
-    from services.models.embedder import resolve_device
+    from services.runtime.devices import compute_device
 
     return {
         "host": socket.gethostname(),
@@ -46,7 +46,7 @@ def describe(embedder_device: str | None = None) -> dict:
         "platform": platform.platform(),
         "python": platform.python_version(),
         "device_requested": os.environ.get("DOCUTHINKER_DEVICE", "cpu"),
-        "device_used": embedder_device or resolve_device(),
+        "device_used": embedder_device or compute_device(),
         "gpu": gpu(),
         "torch_threads": _torch_threads(),
         "versions": {p: _version(p) for p in PACKAGES},

@@ -30,6 +30,7 @@ from services.models.weights import (
     WEIGHTS_SHA256,
     verified_model_path,
 )
+from services.runtime.devices import compute_device
 
 DEFAULT_BATCH_SIZE = 32
 
@@ -49,17 +50,6 @@ def identity(runtime: str) -> str:
     return f"{MODEL_NAME}@{WEIGHTS_SHA256[:12]}/{precision}"
 
 
-def resolve_device(requested: str | None = None) -> str:
-    from services.runtime.config import MeshSettings
-
-    requested = (requested or MeshSettings().device or "cpu").lower()
-    if requested.startswith("cuda"):
-        import torch
-
-        return requested if torch.cuda.is_available() else "cpu"
-    return "cpu"
-
-
 class Embedder:
     """PyTorch: thread-safe wrapper around one SentenceTransformer instance."""
 
@@ -71,7 +61,7 @@ class Embedder:
         path = verified_model_path()
         from sentence_transformers import SentenceTransformer
 
-        self.device = resolve_device(device)
+        self.device = compute_device(device)
         self.batch_size = batch_size
         self._model = SentenceTransformer(str(path), device=self.device)
         self._lock = threading.Lock()

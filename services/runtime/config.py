@@ -92,7 +92,8 @@ class MeshSettings(BaseSettings):
     device: str = "cpu"
     """Where the models of every process run: ``cpu``, or ``cuda`` (``cuda:N``) for a GPU. The embedder uses it with
     ``DOCUTHINKER_EMBED_RUNTIME=torch`` (the ONNX runtimes are CPU-only) and falls back to the CPU when PyTorch sees no
-    GPU; speech-to-text runs Whisper on the GPU in float16 (int8 on the CPU)."""
+    GPU; speech-to-text runs Whisper on the GPU in float16 (int8 on the CPU). One rule for both:
+    ``services.runtime.devices.compute_device``."""
 
     mesh_credential_file: pathlib.Path | None = None
     """The per-mesh secret service ports require of every caller but health checks and reflection

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from services.runtime.config import MeshSettings
+from services.runtime.devices import compute_device
 from services.runtime.errors import InvalidArgument
 from services.speech.assets import ASSETS, ModelAsset, model_dir, unavailable
 from services.speech.media import SAMPLE_RATE, Audio, media_error
@@ -146,7 +146,7 @@ class WhisperTranscriber:
                     directory = model_dir(self.asset, cache)
                 except OSError as exc:
                     raise unavailable(f"the {self.asset.name} model could not be assembled ({exc})") from exc
-                device = "cuda" if MeshSettings().device.lower().startswith("cuda") else "cpu"
+                device = "cuda" if compute_device().startswith("cuda") else "cpu"
                 self._model = WhisperModel(
                     str(directory), device=device, compute_type="int8" if device == "cpu" else "float16",
                     cpu_threads=self.settings.cpu_threads, num_workers=self.settings.workers + 1,
