@@ -23,9 +23,9 @@ from typing import Any
 
 from services.orchestrator.database import SqlDatabase
 from services.runtime.errors import FieldViolation, InvalidArgument, NotFound, PermissionDenied
+from services.vocabulary.limits import MAX_QUESTION_CHARS
 
 MAX_TITLE_CHARS = 120
-MAX_QUESTION_CHARS = 4000
 MAX_DOCUMENTS = 100
 NEW = "-"
 """The conversation id that asks for a new conversation (``AskConversation``)."""

@@ -176,3 +176,19 @@ async def test_the_seed_conversation_calls_serve_only_the_callers_own_user_id(ma
     assert [m.content for m in mine.messages] == ["bob's secret"]
     same = await stub.GetConversation(pb.GetConversationRequest(user_id="bob", document_id="d"), metadata=BOB)
     assert same.message_count == 1
+
+
+async def test_a_conversation_takes_the_questions_the_answer_service_takes_and_no_longer(make_orchestrator, fake_mesh):
+    from services.rag.answers.settings import AnswerSettings
+
+    stub = await make_orchestrator().start()
+    document_id = fake_mesh.rag.add(DOC, "cats.txt")
+    limit = AnswerSettings().max_question_chars
+    longest = "Who wrote the Handbook of Cats? " + "x" * (limit - 32)
+    assert len(longest) == limit
+    answered = await ask(stub, "-", longest, ALICE, document_ids=[document_id])
+    assert answered[-1].WhichOneof("event") == "done"
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await ask(stub, "-", longest + "?", ALICE, document_ids=[document_id])
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "QUESTION_TOO_LONG" in str(
+        refused.value.trailing_metadata())

@@ -26,6 +26,7 @@ from typing import Any
 
 from services.orchestrator.evals.matching import Expected
 from services.runtime.errors import FieldViolation, InvalidArgument, ResourceExhausted
+from services.vocabulary.limits import MAX_QUESTION_CHARS
 
 UNANSWERABLE = "unanswerable"
 ANSWERABLE = "answerable"
@@ -41,7 +42,7 @@ _IGNORED_KEYS = {"evidence", "notes", "comment", "sheet_name"}
 class SetLimits:
     max_items: int = 500
     max_bytes: int = 4 * 1024 * 1024
-    max_question_chars: int = 2_000
+    max_question_chars: int = MAX_QUESTION_CHARS
     max_answers: int = 20
     max_answer_chars: int = 500
 

@@ -26,10 +26,10 @@ from services.rag.questions import split_question
 from services.rag.retrieval import FusionMethod, HybridRetriever, RetrievedChunk
 from services.runtime import domain_metrics, tracing
 from services.runtime.errors import FieldViolation, InvalidArgument, NotFound
+from services.vocabulary.limits import MAX_QUESTION_CHARS
 
 log = logging.getLogger("docuthinker.rag.answers")
 
-MAX_QUESTION_CHARS = 2000
 MAX_DOCUMENT_IDS = 100
 POOL_SIZE = 20
 """Fused chunks every answer reads its evidence units from (what the answer ranker was trained on)."""

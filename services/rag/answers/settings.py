@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.rag.retrieval.config import DEFAULT_FUSION, DEFAULT_SCORE_FUSION, FusionMethod, RetrievalConfig
 from services.rag.retrieval.fusion import Normalisation, ScoreFusionConfig
+from services.vocabulary.limits import MAX_QUESTION_CHARS
 
 FusionName = Literal["rrf", "score", "dense", "keyword"]
 _FUSIONS: dict[FusionName, FusionMethod] = {"rrf": FusionMethod.RRF, "score": FusionMethod.SCORE, "dense": FusionMethod.DENSE_ONLY,
@@ -33,7 +34,7 @@ class AnswerSettings(BaseSettings):
     """Chunks retrieved when a request leaves top_k at 0."""
     max_top_k: int = Field(default=50, ge=1, le=200)
     """Largest top_k a request may ask for (INVALID_ARGUMENT above)."""
-    max_question_chars: int = Field(default=2000, ge=16)
+    max_question_chars: int = Field(default=MAX_QUESTION_CHARS, ge=16)
     """Longest question or search query, in characters (INVALID_ARGUMENT above)."""
     max_document_ids: int = Field(default=100, ge=1)
     """Most ``document_ids`` one question or search may name (INVALID_ARGUMENT above)."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from services.rag.retrieval.fusion import RRF_K, Normalisation, ScoreFusionConfig
+from services.vocabulary.limits import MAX_QUESTION_CHARS
 
 
 class FusionMethod(IntEnum):
@@ -34,7 +35,7 @@ class RetrievalConfig:
     """Chunks returned when the request leaves top_k at 0 (the seed's vector_top_k)."""
     max_top_k: int = 50
     """Largest top_k a request may ask for."""
-    max_question_chars: int = 2000
+    max_question_chars: int = MAX_QUESTION_CHARS
     """Longest question (or search query), in characters."""
     max_document_ids: int = 100
     """Most ``document_ids`` one request may restrict itself to."""
