@@ -195,7 +195,7 @@ def _refuse_real_models() -> None:
 
 
 # Fixtures that load a real model, by the directory whose conftest defines them.
-_MODEL_FIXTURES = {"nlp": {"pipeline", "nlp_server"}, "speech": {"tiny", "base"}, "rag_answers": {"rag"}}
+_MODEL_FIXTURES = {"nlp": {"pipeline", "nlp_server"}, "speech": {"tiny", "base"}, "answers": {"rag"}}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

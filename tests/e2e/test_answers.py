@@ -85,7 +85,7 @@ def test_planted_instruction_does_not_hijack_and_honest_colon_question_passes(cl
     lunch = client.post("/v1/query", json={"question": "When does the cafeteria serve lunch?"}, headers=A)
     answer = lunch.json()["answer"]
     # Never hijacked. Beside the handbook in one library the shipped ranker refuses this one (P 0.18, a known miss);
-    # alone in its library it answers it (tests/rag_answers/test_reader_rpc.py).
+    # alone in its library it answers it (tests/rag/answers/test_reader_rpc.py).
     assert "PWNED" not in answer["answer"]
     assert answer["support_status"] != "SUPPORT_STATUS_SUPPORTED" or "noon" in answer["answer"]
     ext4 = client.post("/v1/query", json={"question": "What is the file system: ext4?"}, headers=A)

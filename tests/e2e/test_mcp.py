@@ -63,7 +63,7 @@ async def test_mcp_client_lists_all_22_tools_and_calls_them_end_to_end(mesh):
         hits = result(await session.call_tool("vector_search", {"query": "who discovered radium", "n_results": 3}))
         assert hits["results"][0]["provenance"]["document_id"] == document_id
         # A question its sentence answers by itself ("She discovered polonium", after a sentence naming her, is the
-        # coreference miss of tests/rag_answers/test_reader_rpc.py).
+        # coreference miss of tests/rag/answers/test_reader_rpc.py).
         answer = result(await session.call_tool("rag_query", {"query": "When did Marie Curie win the Nobel Prize in "
                                                                         "Physics?"}))
         assert "1903" in answer["answer"]

@@ -87,7 +87,7 @@ class _Switched:
 
 
 class Extractor(Protocol):
-    """Derives topics and entities from a text (``tests/rag_graph/fakes.FakeExtractor``)."""
+    """Derives topics and entities from a text (``tests/rag/graph_sync/fakes.FakeExtractor``)."""
 
     async def topics(self, text: str, limit: int) -> list[tuple[str, float]]: ...
 

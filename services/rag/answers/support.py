@@ -27,7 +27,7 @@ SUPPORT_THRESHOLD = 0.62
 
 A verbatim sentence scores 1.0; faithful paraphrases score about 0.7-0.9; claims about another
 fact of the same passage (other numbers, other names) fall to 0.3-0.55 once the number and
-term checks bite (tests/rag_answers/test_support.py holds examples of each).
+term checks bite (tests/rag/answers/test_text_units.py holds examples of each).
 """
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from rag_answers.fakes import FakeIndex, HashingEncoder, make_chunk
 from services.rag.answers.answering import AnswerService
 from services.rag.answers.extractive import ExtractiveAnswerer
 from services.rag.retrieval import HybridRetriever
+
+from .fakes import FakeIndex, HashingEncoder, make_chunk
 
 
 class _WatchedIndex(FakeIndex):

@@ -4,7 +4,6 @@ an in-memory index (a fake at the index port)."""
 from __future__ import annotations
 
 import pytest
-from rag_answers.fakes import FakeIndex, make_chunk
 
 from services.models.embedder import get_embedder
 from services.rag.analysis.answers import RagAnswers, is_broad
@@ -12,6 +11,8 @@ from services.rag.answers.answering import AnswerService
 from services.rag.answers.extractive import ExtractiveAnswerer
 from services.rag.answers.model import REFUSAL, SupportStatus
 from services.rag.retrieval import HybridRetriever
+
+from ..answers.fakes import FakeIndex, make_chunk
 
 pytestmark = pytest.mark.models  # the real embedder / local model
 
