@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.sources.servers import Dovecot, Relay, WsgiServer, commit, git_http_app, make_repository, webdav_server
+from tests.rag.sources.servers import Dovecot, Relay, WsgiServer, commit, git_http_app, make_repository, webdav_server
 
 pytestmark = pytest.mark.e2e
 
